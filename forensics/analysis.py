@@ -1,0 +1,61 @@
+"""Raw sections in, ``HostReport`` out: parse with every probe, then judge with every rule.
+
+The same function serves a live collection and ``forensics analyze BUNDLE``, so an old
+bundle is judged by today's rules exactly as a fresh one would be.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forensics.facts import Facts
+from forensics.host_report import HostReport
+from forensics.models import Finding, Manifest
+from forensics.probe import Captures, Probe, RuleContext
+from forensics.rules import CROSS_RULES
+from probes import PROBES
+
+
+def analyze(manifest: Manifest, captures: Captures, bundle: str | None) -> HostReport:
+    context = RuleContext(
+        options=manifest.options,
+        sections={result.name: result for result in manifest.sections},
+        collected_at=manifest.started,
+    )
+    ran = {result.name for result in manifest.sections}
+    parsed: dict[str, Any] = {}
+    findings: list[Finding] = []
+    for probe in PROBES:
+        if not _probe_ran(probe, manifest, ran):
+            continue
+        facts = probe.parse(captures, manifest.options)
+        parsed[probe.name] = facts
+        findings.extend(probe.rules(facts, context))
+    all_facts = Facts(**parsed)
+    for rule in CROSS_RULES:
+        findings.extend(rule(all_facts, context))
+    return HostReport(
+        tool_version=manifest.tool_version,
+        target=manifest.target,
+        status=manifest.status,
+        status_reason=manifest.status_reason,
+        started=manifest.started,
+        finished=manifest.finished,
+        bundle=bundle,
+        host_key=manifest.host_key,
+        facts=all_facts,
+        findings=sort_findings(findings),
+        sections=manifest.sections,
+    )
+
+
+def _probe_ran(probe: Probe[Any], manifest: Manifest, ran: set[str]) -> bool:
+    wanted = manifest.options.probes
+    if wanted:
+        return probe.name in wanted
+    return any(spec.name in ran for spec in probe.sections(manifest.options))
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Worst first, then by id, so the first screen answers the question."""
+    return sorted(findings, key=lambda f: (-f.severity.rank, f.id, str(f.subject)))

@@ -1,0 +1,195 @@
+"""The ``forensics`` command line. Every failure the operator can act on ends in one line
+on stderr and a documented exit status; no traceback reaches the terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from forensics import __version__, bundle
+from forensics.analysis import analyze
+from forensics.collect import collect
+from forensics.errors import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    ForensicsError,
+    UsageError,
+)
+from forensics.host_report import HostReport
+from forensics.models import CollectOptions, Severity
+from forensics.targets import parse_target
+from reports import Format, render_host
+
+EXIT_CODES_HELP = """
+Exit status: 0 collected, no finding at or above --fail-on; 1 collected with such a finding;
+2 usage or configuration error; 3 could not collect (unreachable, auth refused, host key
+unknown or changed, deadline hit before anything came back).
+"""
+
+app = typer.Typer(
+    name="forensics",
+    help="Remote forensic diagnostics for GPU hosts: was it OOM-killed, who are the zombies, "
+    "what did the kernel and the GPU say. One SSH round trip per host; raw evidence kept."
+    + EXIT_CODES_HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _fail_on_threshold(value: str) -> Severity | None:
+    if value == "never":
+        return None
+    try:
+        return Severity(value)
+    except ValueError as error:
+        raise UsageError(
+            f"--fail-on: expected warning, critical or never, got {value!r}"
+        ) from error
+
+
+def _exit_status(report: HostReport, fail_on: Severity | None) -> int:
+    if fail_on is None:
+        return EXIT_OK
+    worst = report.worst
+    return EXIT_FINDINGS if worst is not None and worst.rank >= fail_on.rank else EXIT_OK
+
+
+def _emit(report: HostReport, format: Format) -> None:
+    sys.stdout.write(render_host(report, format).rstrip("\n") + "\n")
+
+
+@app.command("collect")
+def collect_command(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="'local' (this machine, no SSH), [user@]host[:port], or an SSH config alias."
+        ),
+    ] = "local",
+    port: Annotated[int | None, typer.Option(help="SSH port (overrides host:port).")] = None,
+    user: Annotated[str | None, typer.Option(help="SSH user (overrides user@).")] = None,
+    identity: Annotated[
+        Path | None, typer.Option("--identity", "-i", help="Private key file.")
+    ] = None,
+    ssh_config: Annotated[
+        Path | None,
+        typer.Option(help="SSH config file (default ~/.ssh/config when it exists; ProxyJump)."),
+    ] = None,
+    known_hosts: Annotated[
+        Path | None, typer.Option(help="known_hosts file (default ~/.ssh/known_hosts).")
+    ] = None,
+    accept_new_host_key: Annotated[
+        bool,
+        typer.Option(
+            "--accept-new-host-key",
+            help="Trust an unknown host key on first use and add it to known_hosts "
+            "(recorded in the manifest). A changed key is always refused.",
+        ),
+    ] = False,
+    connect_timeout: Annotated[float, typer.Option(help="Seconds to establish SSH.")] = 10.0,
+    timeout: Annotated[
+        float, typer.Option(help="Deadline in seconds for the whole collection.")
+    ] = 120.0,
+    out: Annotated[Path, typer.Option(help="Where bundles go: OUT/<target>/<UTC time>/.")] = Path(
+        "forensics-bundles"
+    ),
+    format: Annotated[
+        Format, typer.Option("--format", "-f", help="What goes to stdout.")
+    ] = Format.text,
+    probe: Annotated[
+        list[str] | None, typer.Option(help="Run only this probe (repeatable).")
+    ] = None,
+    focus: Annotated[
+        str | None,
+        typer.Option(help="Regex on process name or command line: the process in question."),
+    ] = None,
+    fail_on: Annotated[
+        str, typer.Option(help="Exit 1 when a finding is at least: warning, critical, never.")
+    ] = "critical",
+) -> None:
+    """Collect one host into an evidence bundle and print what it shows.
+
+    Examples:
+
+      forensics collect                                  # this machine, no SSH
+
+      forensics collect root@ssh6.vast.ai:17008 -i ~/.ssh/id_ed25519
+
+      forensics collect gpu-a --focus cuzk --format json > report.json
+    """
+    threshold = _fail_on_threshold(fail_on)
+    if timeout <= 0 or connect_timeout <= 0:
+        raise UsageError("--timeout and --connect-timeout must be positive")
+    parsed = parse_target(
+        target,
+        user=user,
+        port=port,
+        identity=str(identity) if identity else None,
+        ssh_config=str(ssh_config) if ssh_config else None,
+        known_hosts=str(known_hosts) if known_hosts else None,
+        accept_new_host_key=accept_new_host_key,
+        connect_timeout=connect_timeout,
+    )
+    options = CollectOptions(focus=focus, probes=tuple(probe or ()))
+    report = collect(parsed, options, out, timeout)
+    _emit(report, format)
+    raise typer.Exit(_exit_status(report, threshold))
+
+
+@app.command("analyze")
+def analyze_command(
+    bundle_path: Annotated[Path, typer.Argument(metavar="BUNDLE", help="A bundle directory.")],
+    format: Annotated[Format, typer.Option("--format", "-f")] = Format.text,
+    fail_on: Annotated[str, typer.Option(help="warning, critical or never.")] = "critical",
+) -> None:
+    """Re-parse and re-judge a bundle offline with today's probes and rules.
+
+    Example: forensics analyze forensics-bundles/gpu-a/2026-11-29T20-15-03Z --format json
+    """
+    threshold = _fail_on_threshold(fail_on)
+    manifest, captures = bundle.load(bundle_path)
+    report = analyze(manifest, captures, bundle=str(bundle_path))
+    _emit(report, format)
+    raise typer.Exit(_exit_status(report, threshold))
+
+
+@app.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of the report that `collect --format json` prints."""
+    sys.stdout.write(json.dumps(HostReport.model_json_schema(), indent=2) + "\n")
+
+
+@app.command("version")
+def version_command() -> None:
+    """Print the tool's version."""
+    sys.stdout.write(f"forensics {__version__}\n")
+
+
+def main() -> None:
+    """Entry point: run the app, turning every known failure into one line and a status."""
+    try:
+        app()
+    except ForensicsError as error:
+        _fail(error.message, error.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except Exception as error:
+        if os.environ.get("FORENSICS_DEBUG"):
+            raise
+        _fail(
+            f"internal error: {type(error).__name__}: {error} (set FORENSICS_DEBUG=1 for a "
+            "traceback, and report it)",
+            70,
+        )
+
+
+def _fail(message: str, status: int) -> None:
+    sys.stderr.write(f"forensics: {message}\n")
+    sys.exit(status)

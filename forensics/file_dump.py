@@ -1,0 +1,66 @@
+"""Read the output of ``head -v -c N FILE...``: many small files in one process on the host.
+
+Probes read /proc, /sys and cgroup files this way, one process for all of them, instead
+of one ``cat`` per file. ``head`` prints ``==> PATH <==`` before each file it could open
+and nothing for one it could not (that goes to stderr), so a missing file is simply absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def head_command(paths: Sequence[str], max_bytes_each: int = 65536) -> str:
+    """The shell text that dumps ``paths``; errors for missing files go to stderr."""
+    quoted = " ".join("'" + path.replace("'", "'\"'\"'") + "'" for path in paths)
+    return f"head -v -c {max_bytes_each} {quoted}"
+
+
+def split_head_output(text: str, paths: Sequence[str]) -> dict[str, str]:
+    """Map each requested path that was read to its content.
+
+    Only headers naming the requested paths, in the requested order, count as boundaries,
+    so a file whose content looks like a header cannot invent another file.
+
+    >>> out = "==> /proc/uptime <==\\n12.5 20.1\\n\\n==> /proc/1/comm <==\\ntini\\n"
+    >>> split_head_output(out, ["/proc/uptime", "/nope", "/proc/1/comm"])
+    {'/proc/uptime': '12.5 20.1\\n', '/proc/1/comm': 'tini\\n'}
+    """
+    found: dict[str, str] = {}
+    current: str | None = None
+    buffer: list[str] = []
+    remaining = list(paths)
+    for line in _lines_keeping_newline(text):
+        path = _header_path(line, remaining)
+        if path is not None:
+            if current is not None:
+                found[current] = _strip_separator(buffer)
+            current, buffer = path, []
+            remaining = remaining[remaining.index(path) + 1 :]
+            continue
+        buffer.append(line)
+    if current is not None:
+        found[current] = "".join(buffer)
+    return found
+
+
+def _header_path(line: str, candidates: Sequence[str]) -> str | None:
+    if not (line.startswith("==> ") and line.rstrip("\n").endswith(" <==")):
+        return None
+    path = line.rstrip("\n")[4:-4]
+    return path if path in candidates else None
+
+
+def _strip_separator(buffer: list[str]) -> str:
+    """``head`` writes one newline before the next header; it is not part of the file."""
+    text = "".join(buffer)
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _lines_keeping_newline(text: str) -> list[str]:
+    """Split on newline only: /proc content may hold \\r, \\f or NUL, which are not lines."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines

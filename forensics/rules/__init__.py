@@ -1,0 +1,14 @@
+"""Rules that need more than one probe's facts, one module per question they answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from forensics.facts import Facts
+from forensics.models import Finding
+from forensics.probe import RuleContext
+from forensics.rules import collection
+
+Rule = Callable[[Facts, RuleContext], list[Finding]]
+
+CROSS_RULES: tuple[Rule, ...] = (collection.section_problems,)

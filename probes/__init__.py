@@ -1,0 +1,17 @@
+"""The probes, in the order their sections run on the host: cheap and fast ones first, so
+that a deadline late in the run loses the least."""
+
+from typing import Any
+
+from forensics.probe import Probe
+from probes import system
+
+PROBES: tuple[Probe[Any], ...] = (system.PROBE,)
+
+
+def by_name(names: tuple[str, ...]) -> tuple[Probe[Any], ...]:
+    """The probes named (all when none are); unknown names raise ``KeyError``."""
+    if not names:
+        return PROBES
+    known = {probe.name: probe for probe in PROBES}
+    return tuple(known[name] for name in names)
