@@ -94,8 +94,8 @@ class Script:
 def shell_quote(text: str) -> str:
     """Quote ``text`` as one word for POSIX sh.
 
-    >>> shell_quote("it's")
-    "'it'\\"'\\"'s'"
+    >>> print(shell_quote("it's"))
+    'it'"'"'s'
     """
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
