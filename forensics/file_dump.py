@@ -8,6 +8,7 @@ and nothing for one it could not (that goes to stderr), so a missing file is sim
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 
 def head_command(paths: Sequence[str], max_bytes_each: int = 65536) -> str:
@@ -26,21 +27,45 @@ def split_head_output(text: str, paths: Sequence[str]) -> dict[str, str]:
     >>> split_head_output(out, ["/proc/uptime", "/nope", "/proc/1/comm"])
     {'/proc/uptime': '12.5 20.1\\n', '/proc/1/comm': 'tini\\n'}
     """
-    found: dict[str, str] = {}
+    return {path: dumped.content for path, dumped in dumped_files(text, paths).items()}
+
+
+@dataclass(frozen=True)
+class DumpedFile:
+    """A file's content and the 1-based section line where that content starts."""
+
+    content: str
+    first_line: int
+
+    def line_of(self, index: int) -> int:
+        """Section line number of the content's line ``index`` (0-based)."""
+        return self.first_line + index
+
+
+def dumped_files(text: str, paths: Sequence[str]) -> dict[str, DumpedFile]:
+    """Like ``split_head_output``, keeping where each file starts in the section, so that
+    findings can cite section line numbers.
+
+    >>> out = "tool x\\n==> /a <==\\n1\\n2\\n\\n==> /b <==\\n3\\n"
+    >>> dumped_files(out, ["/a", "/b"])["/b"]
+    DumpedFile(content='3\\n', first_line=7)
+    """
+    found: dict[str, DumpedFile] = {}
     current: str | None = None
+    start = 0
     buffer: list[str] = []
     remaining = list(paths)
-    for line in _lines_keeping_newline(text):
+    for number, line in enumerate(_lines_keeping_newline(text), start=1):
         path = _header_path(line, remaining)
         if path is not None:
             if current is not None:
-                found[current] = _strip_separator(buffer)
-            current, buffer = path, []
+                found[current] = DumpedFile(_strip_separator(buffer), start)
+            current, buffer, start = path, [], number + 1
             remaining = remaining[remaining.index(path) + 1 :]
             continue
         buffer.append(line)
     if current is not None:
-        found[current] = "".join(buffer)
+        found[current] = DumpedFile("".join(buffer), start)
     return found
 
 
