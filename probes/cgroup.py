@@ -153,7 +153,7 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     >>> [(c.cgroup, c.roles, c.oom_kill, c.limit_bytes, c.unlimited) for c in facts.cgroups]
     [('/', ['root', 'pid1'], 0, None, True), ('/job', ['self'], 2, 67108864, False)]
     >>> facts.cgroups[1].oom_kill_evidence.first_line
-    14
+    16
     """
     reason = unavailable_reason(captures, SECTION)
     captured = captures.get(SECTION)
