@@ -11,9 +11,11 @@ unchanged) instead of on stdin.
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import os
 import select
+import socket
 import signal
 import subprocess
 import time
@@ -213,6 +215,13 @@ def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
         raise AuthRefused(
             f"{where}: authentication refused ({error}); check --user and --identity"
         ) from error
+    except paramiko.ssh_exception.NoValidConnectionsError as error:
+        raise Unreachable(f"{where}: {_refusal(error)}") from error
+    except socket.gaierror as error:
+        raise Unreachable(
+            f"{where}: cannot resolve host name ({error.strerror}); check the name or "
+            "the SSH config alias"
+        ) from error
     except TimeoutError as error:
         raise Unreachable(
             f"{where}: no answer within {target.connect_timeout:g}s; "
@@ -236,6 +245,15 @@ def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
         return outcome
     finally:
         connection.close()
+
+
+def _refusal(error: paramiko.ssh_exception.NoValidConnectionsError) -> str:
+    causes = {getattr(cause, "errno", None) for cause in error.errors.values()}
+    if causes == {errno.ECONNREFUSED}:
+        return "connection refused: nothing listens on that port (is sshd up? right --port?)"
+    if causes & {errno.EHOSTUNREACH, errno.ENETUNREACH}:
+        return "no route to host: the address is not reachable from here"
+    return f"cannot connect: {_reason(error)}"
 
 
 def _reason(error: BaseException) -> str:
