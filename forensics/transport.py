@@ -15,8 +15,8 @@ import errno
 import hashlib
 import os
 import select
-import socket
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
