@@ -1,0 +1,108 @@
+"""Benchmark: one host collection against a loopback sshd, beside OpenSSH doing the same.
+
+Prints, over several runs (median and min):
+- `forensics collect` as a user runs it (the CLI, Python start-up included),
+- the collection in-process (`forensics.collect.collect`, no interpreter start-up),
+- OpenSSH's own `ssh host sh -s < script` with the very same script,
+and the ratios; then the cost of the script on the target: how many processes it
+spawned (counted in a private PID namespace) and the CPU time they used.
+
+Run: python bench/collect_one.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from forensics.collect import collect
+from forensics.models import CollectOptions
+from forensics.script import compose
+from forensics.targets import parse_target
+from probes import PROBES
+from tests.sshd import SshServer
+
+
+def timed(runs: int, action: object) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()  # type: ignore[operator]
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def show(label: str, samples: list[float]) -> float:
+    median = statistics.median(samples)
+    print(f"  {label:<38} median {median * 1000:8.1f} ms   min {min(samples) * 1000:8.1f} ms")
+    return median
+
+
+def script_cost(script_text: str) -> tuple[int | None, float]:
+    """Processes spawned (PID namespace count) and CPU seconds of one local run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["/bin/sh", "-c", script_text], capture_output=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if not shutil.which("unshare"):
+        return None, cpu
+    counted = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c",
+         f"{{ {script_text}\n}} >/dev/null 2>&1; cat /proc/sys/kernel/ns_last_pid"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    lines = counted.stdout.split()
+    # PID 1 is the namespace's sh itself and the last PID is the counting `cat`.
+    return (int(lines[-1]) - 2 if lines and lines[-1].isdigit() else None), cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    runs = parser.parse_args().runs
+    options = CollectOptions()
+    script = compose([spec for probe in PROBES for spec in probe.sections(options)])
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        server = SshServer(root=root / "sshd").start()
+        try:
+            target = parse_target(
+                server.target,
+                identity=str(server.client_key),
+                known_hosts=str(server.known_hosts),
+                ssh_config=str(root / "sshd" / "ssh_config"),
+            )
+            cli = [sys.executable, "-m", "forensics", "collect", *server.target_args(),
+                   "--out", str(root / "out"), "--format", "json"]  # fmt: skip
+            ssh = ["ssh", "-F", "/dev/null", "-p", str(server.port), "-i", str(server.client_key),
+                   "-o", f"UserKnownHostsFile={server.known_hosts}", "-o", "BatchMode=yes",
+                   "root@127.0.0.1", "sh", "-s"]  # fmt: skip
+            print(f"One host over loopback sshd, {runs} runs each, {len(script.text)} byte script,"
+                  f" probes: {', '.join(p.name for p in PROBES)}")  # fmt: skip
+            cli_time = show("forensics collect (CLI)", timed(runs, lambda: subprocess.run(
+                cli, capture_output=True, check=True)))  # fmt: skip
+            inproc = show("forensics collect (in-process)", timed(runs, lambda: collect(
+                target, options, root / "out", 60)))  # fmt: skip
+            openssh = show("ssh host sh -s < script (OpenSSH)", timed(runs, lambda: subprocess.run(
+                ssh, input=script.text.encode(), capture_output=True, check=True)))  # fmt: skip
+            print(f"  ratio CLI / OpenSSH:        {cli_time / openssh:5.2f}")
+            print(f"  ratio in-process / OpenSSH: {inproc / openssh:5.2f}")
+        finally:
+            server.stop()
+    processes, cpu = script_cost(script.text)
+    print("Cost of the script on the target (one local run):")
+    print(f"  processes spawned: {processes if processes is not None else 'unknown'}")
+    print(f"  CPU time (user+sys of the script and its children): {cpu * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
