@@ -1,0 +1,84 @@
+"""The composed script under the shells it must run in, and the framing read back."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forensics.models import SectionSpec
+from forensics.script import compose, decode
+from tests.scenario import write_executable
+
+SHELLS = [
+    pytest.param(["dash", "-c"], id="dash"),
+    pytest.param(["busybox", "sh", "-c"], id="busybox"),
+    pytest.param(["bash", "--posix", "-c"], id="bash"),
+]
+
+SECTIONS = [
+    SectionSpec(name="says_hello", shell="echo hello; echo oops >&2; exit 3"),
+    SectionSpec(name="hangs", shell="sleep 30", timeout_s=1),
+    SectionSpec(name="floods", shell="head -c 5000 /dev/zero", max_bytes=1000),
+    SectionSpec(name="binary", shell="printf '\\377\\000\\033[31m'"),
+]
+
+
+def run(shell: list[str], text: str, env: dict[str, str] | None = None) -> bytes:
+    if shutil.which(shell[0]) is None:
+        pytest.skip(f"{shell[0]} is not installed")
+    return subprocess.run([*shell, text], capture_output=True, timeout=60, env=env).stdout
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_each_section_reports_status_bytes_and_limits(shell: list[str]) -> None:
+    script = compose(SECTIONS)
+    outputs = decode(script, run(shell, script.text)).outputs
+    hello = outputs["says_hello"]
+    assert (hello.stdout, hello.stderr, hello.result.exit_status) == (b"hello\n", b"oops\n", 3)
+    assert outputs["hangs"].result.timed_out and outputs["hangs"].result.duration_s
+    assert outputs["hangs"].result.duration_s < 5
+    floods = outputs["floods"].result
+    assert floods.truncated and floods.bytes == 1000 and len(outputs["floods"].stdout) == 1000
+    assert outputs["binary"].stdout == b"\xff\x00\x1b[31m"
+    assert all(o.result.finished for o in outputs.values())
+
+
+def test_without_a_timeout_command_a_watchdog_still_stops_a_hung_section(tmp_path: Path) -> None:
+    write_executable(tmp_path / "timeout", "#!/bin/sh\nexit 127\n")
+    script = compose(SECTIONS)
+    stream = run(["dash", "-c"], script.text, env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    outputs = decode(script, stream).outputs
+    assert outputs["hangs"].result.timed_out
+    assert outputs["hangs"].result.timeout_enforced is False
+    assert outputs["says_hello"].stdout == b"hello\n"
+
+
+def test_the_script_leaves_no_temp_dir_behind(tmp_path: Path) -> None:
+    script = compose(SECTIONS[:1])
+    run(["dash", "-c"], script.text, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stream_cut_mid_section_keeps_the_sections_before_it() -> None:
+    script = compose(SECTIONS)
+    stream = run(["dash", "-c"], script.text)
+    cut = stream[: stream.index(b"START floods") + 20]
+    decoded = decode(script, cut)
+    assert decoded.outputs["says_hello"].result.finished
+    assert not decoded.outputs["floods"].result.finished
+    assert decoded.running == "floods"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=2000))
+def test_decoding_arbitrary_bytes_never_raises(noise: bytes) -> None:
+    script = compose(SECTIONS, nonce="0" * 32)
+    framed = b"\n" + b"0" * 32 + b" DATA says_hello 0 1.0 1.5 5 k\n" + noise
+    for stream in (noise, framed, framed[: len(framed) // 2]):
+        decoded = decode(script, stream)
+        assert set(decoded.outputs) == {s.name for s in SECTIONS}
