@@ -1,14 +1,16 @@
 """The two Jinja environments, each escaping by default what it prints.
 
 HTML: Jinja's autoescape, after control characters are made visible (``inert``).
-Markdown: every ``{{ value }}`` goes through ``markdown_inline`` unless a filter already
-returned ``MarkdownText`` (``code``, ``fence``, ``paragraphs``, ``md``). A template writer
-who forgets a filter gets escaped text, never live Markdown or HTML from a host.
+Markdown: the same autoescape machinery, with Markdown escaping in place of HTML's: every
+``{{ value }}`` goes through ``markdown_inline`` unless it is already ``Markup`` (the output
+of a macro, or of the ``md``, ``code``, ``fence`` and ``paragraphs`` filters). A template
+writer who forgets a filter gets escaped text, never live Markdown or HTML from a host.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,14 +18,9 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from reports.escaping import (
-    MarkdownText,
-    inert,
-    markdown_code,
-    markdown_fence,
-    markdown_inline,
-)
+from reports.escaping import inert, markdown_code, markdown_fence, markdown_inline
 from reports.figures import human_bytes, human_duration, memory_bar_svg, timeline_svg
+from reports.process_tree import ProcessRow, tree_around
 
 TEMPLATES = Path(__file__).parent / "templates"
 LONG_EVIDENCE_LINES = 12
@@ -34,13 +31,19 @@ def utc(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "unknown"
 
 
-def _markdown_finalize(value: Any) -> str:
-    return value if isinstance(value, MarkdownText) else markdown_inline(str(value))
+def _markdown_finalize(value: Any) -> Markup:
+    # In this environment ``Markup`` means "already Markdown"; the autoescape that follows
+    # finalize leaves it alone.
+    return value if hasattr(value, "__html__") else Markup(markdown_inline(str(value)))
 
 
-def _markdown_paragraphs(text: str) -> MarkdownText:
+def _markdown_paragraphs(text: str) -> str:
     paragraphs = [p for p in text.replace("\r\n", "\n").split("\n\n") if p.strip()]
-    return MarkdownText("\n\n".join(markdown_inline(p) for p in paragraphs))
+    return "\n\n".join(markdown_inline(p) for p in paragraphs)
+
+
+def _made_markdown(escape: Callable[[str], str]) -> Callable[[Any], Markup]:
+    return lambda value: Markup(escape(str(value)))
 
 
 def _html_finalize(value: Any) -> Any:
@@ -51,7 +54,9 @@ def _html_finalize(value: Any) -> Any:
 
 def _common(environment: Environment) -> Environment:
     environment.filters.update(utc=utc, bytes=human_bytes, duration=human_duration)
-    environment.globals.update(long_evidence_lines=LONG_EVIDENCE_LINES)
+    environment.globals.update(
+        long_evidence_lines=LONG_EVIDENCE_LINES, tree_around=tree_around, ProcessRow=ProcessRow
+    )
     return environment
 
 
@@ -59,7 +64,7 @@ def _common(environment: Environment) -> Environment:
 def markdown_environment() -> Environment:
     environment = Environment(
         loader=FileSystemLoader(TEMPLATES),
-        autoescape=False,
+        autoescape=True,
         finalize=_markdown_finalize,
         undefined=StrictUndefined,
         keep_trailing_newline=True,
@@ -67,10 +72,10 @@ def markdown_environment() -> Environment:
         lstrip_blocks=True,
     )
     environment.filters.update(
-        md=markdown_inline,
-        code=markdown_code,
-        fence=markdown_fence,
-        paragraphs=_markdown_paragraphs,
+        md=_made_markdown(markdown_inline),
+        code=_made_markdown(markdown_code),
+        fence=_made_markdown(markdown_fence),
+        paragraphs=_made_markdown(_markdown_paragraphs),
     )
     return _common(environment)
 

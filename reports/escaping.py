@@ -18,10 +18,6 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~&])")
 _MD_LINE_START = re.compile(r"^(\s*)([-+=]|\d{1,9}[.)])(?=\s|$|[-=\s]*$)")
 
 
-class MarkdownText(str):
-    """Text already made safe for Markdown; the Markdown environment prints it as is."""
-
-
 def inert(text: str) -> str:
     """Show control characters as ``\\xNN`` or ``\\uNNNN`` instead of letting a terminal
     or a renderer obey them; lone surrogates (undecodable bytes) become U+FFFD.
@@ -40,7 +36,7 @@ def _escape_control(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def markdown_inline(text: str) -> MarkdownText:
+def markdown_inline(text: str) -> str:
     """Escape text for a Markdown paragraph, heading or table cell: one line, pipes escaped,
     no tag, link, image or emphasis can start.
 
@@ -51,7 +47,7 @@ def markdown_inline(text: str) -> MarkdownText:
     """
     flat = inert(text.replace("\r\n", " ").replace("\n", " "))
     escaped = _MD_SPECIAL.sub(r"\\\1", flat)
-    return MarkdownText(_MD_LINE_START.sub(_escape_line_start, escaped, count=1))
+    return _MD_LINE_START.sub(_escape_line_start, escaped, count=1)
 
 
 def _escape_line_start(match: re.Match[str]) -> str:
@@ -59,7 +55,7 @@ def _escape_line_start(match: re.Match[str]) -> str:
     return match.group(1) + (f"\\{marker}" if len(marker) == 1 else f"{marker[:-1]}\\{marker[-1]}")
 
 
-def markdown_code(text: str) -> MarkdownText:
+def markdown_code(text: str) -> str:
     """An inline code span the text cannot close early (not for table cells: pipes stay).
 
     >>> print(markdown_code("ls `pwd`"))
@@ -68,12 +64,12 @@ def markdown_code(text: str) -> MarkdownText:
     flat = inert(text.replace("\n", " "))
     longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
     if longest == 0:
-        return MarkdownText(f"`{flat}`")
+        return f"`{flat}`"
     ticks = "`" * (longest + 1)
-    return MarkdownText(f"{ticks} {flat} {ticks}")
+    return f"{ticks} {flat} {ticks}"
 
 
-def markdown_fence(text: str) -> MarkdownText:
+def markdown_fence(text: str) -> str:
     """A fenced block that the text cannot close early, whatever backticks it holds.
 
     >>> print(markdown_fence("x ``` y"))
@@ -84,4 +80,4 @@ def markdown_fence(text: str) -> MarkdownText:
     shown = inert(text)
     longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
     fence = "`" * max(3, longest + 1)
-    return MarkdownText(f"{fence}text\n{shown}\n{fence}")
+    return f"{fence}text\n{shown}\n{fence}"
