@@ -19,7 +19,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from reports.escaping import inert, markdown_code, markdown_fence, markdown_inline
-from reports.figures import human_bytes, human_duration, memory_bar_svg, timeline_svg
+from reports.figures import (
+    MemoryPart,
+    human_bytes,
+    human_duration,
+    memory_bar_svg,
+    timeline_svg,
+)
 from reports.process_tree import ProcessRow, tree_around
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -94,5 +100,6 @@ def html_environment() -> Environment:
         css=Markup((TEMPLATES / "page.css").read_text()),
         timeline_svg=timeline_svg,
         memory_bar_svg=memory_bar_svg,
+        MemoryPart=MemoryPart,
     )
     return _common(environment)

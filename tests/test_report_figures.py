@@ -9,10 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forensics.models import Severity
+from reports.environments import html_environment, markdown_environment
 from reports.escaping import inert
 from reports.figures import MemoryPart, TimelinePoint, memory_bar_svg, timeline_svg
 from reports.process_tree import ProcessRow, tree_around
 from tests.hostile import ANSI, SCRIPT
+from tests.rendered import assert_inert_page, markdown_tokens, parse_html
 
 BOOT = datetime(2025, 10, 23, 18, 40, tzinfo=UTC)
 
@@ -121,3 +123,33 @@ def test_tree_survives_parent_loops_and_missing_parents() -> None:
     rows = [ProcessRow(2, 3, "a"), ProcessRow(3, 2, "b"), ProcessRow(5, 99, "orphan")]
     lines = tree_around(rows, {2, 5, 12345})
     assert sorted(line.pid for line in lines) == [2, 3, 5]
+
+
+PARTIAL_MD = """{% import "macros.md.j2" as m %}
+## Processes
+
+{{ m.process_tree(tree_around([ProcessRow(1, 0, "tini"), ProcessRow(9, 1, name, "Z")], [9])) }}
+"""
+PARTIAL_HTML = """{% import "macros.html.j2" as m %}
+<section id="processes">
+{{ m.process_tree(tree_around([ProcessRow(1, 0, "tini"), ProcessRow(9, 1, name, "Z")], [9])) }}
+{{ memory_bar_svg(used, limit, [MemoryPart(name, used // 2)]) }}
+</section>
+"""
+
+
+def test_a_probe_partial_draws_with_the_shared_pieces_and_stays_escaped() -> None:
+    """What docs/REPORTS.md tells a probe's partial to use works from a template."""
+    markdown = markdown_environment().from_string(PARTIAL_MD).render(name=SCRIPT + "|`x`")
+    fence = [t.content for t in markdown_tokens(markdown) if t.type == "fence"]
+    assert fence == [f"1 tini\n└─ 9 {SCRIPT}|`x` [Z]  <= here\n"]
+    html = (
+        html_environment()
+        .from_string(PARTIAL_HTML)
+        .render(name=SCRIPT, used=3 * 2**30, limit=4 * 2**30)
+    )
+    page = parse_html(html)
+    assert_inert_page(page)
+    assert f"└─ 9 {SCRIPT} [Z]  <= here" in page.visible_text
+    assert "3.0 GiB of 4.0 GiB (75%)" in page.visible_text
+    assert [tag for tag, attrs in page.tags if attrs.get("class") == "mark"] == ["span"]
