@@ -4,6 +4,7 @@ in a fixed order. Structure is asserted, not bytes, so wording can change freely
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,3 +166,14 @@ def test_report_of_something_that_is_no_bundle_is_one_line_and_status_2(tmp_path
         assert result.exit_code == 2, result.stdout
         assert result.stderr.startswith("forensics: ") and result.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["junk.json"]
+
+
+def test_every_template_ships_in_the_package() -> None:
+    """A template left out of package-data works from the source tree and breaks installs."""
+    root = Path(__file__).parent.parent
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["reports"]
+    shipped = {path for pattern in globs for path in (root / "reports").glob(pattern)}
+    templates = {path for path in (root / "reports" / "templates").rglob("*") if path.is_file()}
+    assert templates and templates <= shipped, sorted(map(str, templates - shipped))
