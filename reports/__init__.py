@@ -1,47 +1,65 @@
-"""Render reports for people (terminal, Markdown) and for scripts (JSON)."""
+"""Render reports for people (terminal, Markdown, HTML) and for scripts (JSON).
+
+Host report, top to bottom: the headline verdict, the findings table, each finding in
+detail with its evidence, the timeline, one section per probe that has a partial
+(docs/REPORTS.md), what could not be checked, and how the collection went.
+"""
 
 from __future__ import annotations
 
 import enum
-from datetime import datetime
-from pathlib import Path
+from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Template
 
 from forensics.host_report import HostReport
-from reports.escaping import inert, markdown_fence, markdown_inline
-
-TEMPLATES = Path(__file__).parent / "templates"
+from reports.environments import html_environment, markdown_environment
+from reports.fleet import FleetSummary
+from reports.headline import headline
+from reports.timeline import timeline_points
+from reports.topics import topics
+from reports.unchecked import unchecked
 
 
 class Format(enum.StrEnum):
     text = "text"
     json = "json"
     md = "md"
-
-
-def _utc(moment: datetime | None) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "unknown"
-
-
-def markdown_environment() -> Environment:
-    environment = Environment(
-        loader=FileSystemLoader(TEMPLATES),
-        autoescape=False,
-        undefined=StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    environment.filters.update(md=markdown_inline, fence=markdown_fence, utc=_utc, inert=inert)
-    return environment
+    html = "html"
 
 
 def render_host(report: HostReport, format: Format) -> str:
     if format is Format.json:
         return report.model_dump_json(indent=2)
-    if format is Format.md:
-        return markdown_environment().get_template("host.md.j2").render(report=report)
-    from reports.terminal import render_terminal
+    if format is Format.text:
+        from reports.terminal import render_terminal
 
-    return render_terminal(report)
+        return render_terminal(report)
+    context = _host_context(report, format.value)
+    return _template(format, "host").render(report=report, **context)
+
+
+def render_fleet(summary: FleetSummary, format: Format) -> str:
+    """The sweep's report: hosts worst first, counts by finding id, a section per host."""
+    if format is Format.json:
+        return summary.model_dump_json(indent=2)
+    if format is Format.text:
+        from reports.terminal import render_fleet_terminal
+
+        return render_fleet_terminal(summary)
+    gaps = {host.anchor: unchecked(host.report) for host in summary.hosts}
+    return _template(format, "fleet").render(summary=summary, gaps=gaps)
+
+
+def _host_context(report: HostReport, extension: str) -> dict[str, Any]:
+    return {
+        "headline": headline(report),
+        "topics": topics(report, extension),
+        "timeline": timeline_points(report),
+        "gaps": unchecked(report),
+    }
+
+
+def _template(format: Format, name: str) -> Template:
+    environment = html_environment() if format is Format.html else markdown_environment()
+    return environment.get_template(f"{name}.{format.value}.j2")

@@ -10,8 +10,16 @@ from rich.text import Text
 
 from forensics.host_report import HostReport
 from reports.escaping import inert
+from reports.fleet import FleetSummary
+from reports.headline import headline
 
-_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
+_STYLE = {
+    "critical": "bold red",
+    "warning": "yellow",
+    "info": "cyan",
+    "not_collected": "magenta",
+    "clean": "green",
+}
 
 
 def render_terminal(report: HostReport, width: int = 100) -> str:
@@ -32,6 +40,8 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
                 )
             )
         )
+    verdict = headline(report)
+    console.print(Text(inert(verdict.text), style=_STYLE.get(verdict.severity or "", "bold")))
     if report.findings:
         table = Table(show_header=True, header_style="bold", expand=False)
         table.add_column("severity")
@@ -47,8 +57,24 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
         for finding in report.findings:
             if finding.next_steps:
                 console.print(Text(f"{finding.id}: next: {inert(finding.next_steps[0])}"))
-    else:
-        console.print("No findings.")
     if report.bundle:
         console.print(Text(f"bundle: {inert(report.bundle)}"))
+    return buffer.getvalue()
+
+
+def render_fleet_terminal(summary: FleetSummary, width: int = 120) -> str:
+    """One line per host, worst first: standing, name, headline."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
+    table = Table(show_header=True, header_style="bold", expand=False, title=summary.title)
+    table.add_column("standing")
+    table.add_column("host")
+    table.add_column("headline")
+    for host in summary.hosts:
+        table.add_row(
+            Text(host.standing.replace("_", " "), style=_STYLE[host.standing]),
+            Text(inert(host.name)),
+            Text(inert(host.headline)),
+        )
+    console.print(table)
     return buffer.getvalue()

@@ -1,0 +1,105 @@
+"""The two Jinja environments, each escaping by default what it prints.
+
+HTML: Jinja's autoescape, after control characters are made visible (``inert``).
+Markdown: the same autoescape machinery, with Markdown escaping in place of HTML's: every
+``{{ value }}`` goes through ``markdown_inline`` unless it is already ``Markup`` (the output
+of a macro, or of the ``md``, ``code``, ``fence`` and ``paragraphs`` filters). A template
+writer who forgets a filter gets escaped text, never live Markdown or HTML from a host.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from reports.escaping import inert, markdown_code, markdown_fence, markdown_inline
+from reports.figures import (
+    MemoryPart,
+    human_bytes,
+    human_duration,
+    memory_bar_svg,
+    timeline_svg,
+)
+from reports.process_tree import ProcessRow, tree_around
+
+TEMPLATES = Path(__file__).parent / "templates"
+LONG_EVIDENCE_LINES = 12
+"""Evidence longer than this folds away (``<details>`` in Markdown, a scroll box in HTML)."""
+
+
+def utc(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "unknown"
+
+
+def _markdown_finalize(value: Any) -> Markup:
+    # In this environment ``Markup`` means "already Markdown"; the autoescape that follows
+    # finalize leaves it alone.
+    return value if hasattr(value, "__html__") else Markup(markdown_inline(str(value)))
+
+
+def _markdown_paragraphs(text: str) -> str:
+    paragraphs = [p for p in text.replace("\r\n", "\n").split("\n\n") if p.strip()]
+    return "\n\n".join(markdown_inline(p) for p in paragraphs)
+
+
+def _made_markdown(escape: Callable[[str], str]) -> Callable[[Any], Markup]:
+    return lambda value: Markup(escape(str(value)))
+
+
+def _html_finalize(value: Any) -> Any:
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return inert(value)
+    return value
+
+
+def _common(environment: Environment) -> Environment:
+    environment.filters.update(utc=utc, bytes=human_bytes, duration=human_duration)
+    environment.globals.update(
+        long_evidence_lines=LONG_EVIDENCE_LINES, tree_around=tree_around, ProcessRow=ProcessRow
+    )
+    return environment
+
+
+@functools.cache
+def markdown_environment() -> Environment:
+    environment = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        finalize=_markdown_finalize,
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters.update(
+        md=_made_markdown(markdown_inline),
+        code=_made_markdown(markdown_code),
+        fence=_made_markdown(markdown_fence),
+        paragraphs=_made_markdown(_markdown_paragraphs),
+    )
+    return _common(environment)
+
+
+@functools.cache
+def html_environment() -> Environment:
+    environment = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        finalize=_html_finalize,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.globals.update(
+        css=Markup((TEMPLATES / "page.css").read_text()),
+        timeline_svg=timeline_svg,
+        memory_bar_svg=memory_bar_svg,
+        MemoryPart=MemoryPart,
+    )
+    return _common(environment)

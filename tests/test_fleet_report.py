@@ -1,0 +1,105 @@
+"""The fleet report from real collections: hosts worst first, one line each, counts by
+finding id, and a working anchor for every host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from forensics.collect import collect
+from forensics.errors import CollectionError
+from forensics.host_report import HostReport
+from forensics.models import CollectOptions, CollectStatus
+from forensics.targets import parse_target
+from reports import Format, render_fleet
+from reports.fleet import FleetSummary, fleet_summary
+from tests.conftest import run_cli
+from tests.hostile import SCRIPT, hostile_report
+from tests.rendered import (
+    assert_inert_page,
+    markdown_headings,
+    markdown_html,
+    markdown_table,
+    parse_html,
+)
+from tests.sshd import SshServer, free_port
+
+
+def _unreachable(tmp_path: Path) -> HostReport:
+    """What the sweep records for a host it could not reach: the real failure, as a report."""
+    target = parse_target(f"root@127.0.0.1:{free_port()}", connect_timeout=2)
+    try:
+        collect(target, CollectOptions(), tmp_path, timeout_s=10)
+    except CollectionError as error:
+        return HostReport(
+            tool_version="0.1.0",
+            target=target,
+            status=error.status,
+            status_reason=error.message,
+            started=hostile_report("").started,
+            finished=hostile_report("").finished,
+        )
+    raise AssertionError("a closed port was reachable")
+
+
+def _fleet(sshd: SshServer, tmp_path: Path) -> FleetSummary:
+    ssh = run_cli("collect", *sshd.target_args(), "--out", str(tmp_path), "--format", "json")
+    local = run_cli("collect", "--out", str(tmp_path), "--format", "json")
+    reports = [
+        HostReport.model_validate_json(ssh.stdout),
+        HostReport.model_validate_json(local.stdout),
+        _unreachable(tmp_path),
+        hostile_report("http://127.0.0.1:9/forensics-leak"),
+        HostReport.model_validate_json(local.stdout),  # the same name twice: distinct anchors
+    ]
+    return fleet_summary(reports, title="Sweep of the test fleet")
+
+
+def test_fleet_markdown_lists_hosts_worst_first_with_working_anchors(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    summary = _fleet(sshd, tmp_path)
+    assert [h.standing for h in summary.hosts] == [
+        "critical", "not_collected", "clean", "clean", "clean",
+    ]  # fmt: skip
+    assert (
+        summary.not_collected == 1 and summary.hosts[1].report.status is CollectStatus.unreachable
+    )
+    markdown = render_fleet(summary, Format.md)
+    hosts = markdown_table(markdown, "Standing")
+    assert [row[0] for row in hosts.rows] == [
+        "CRITICAL",
+        "NOT COLLECTED",
+        "CLEAN",
+        "CLEAN",
+        "CLEAN",
+    ]
+    assert hosts.rows[0][1] == f"{SCRIPT}|gpu" and hosts.rows[0][2].startswith(SCRIPT)
+    assert hosts.rows[1][2].startswith("Not collected (unreachable): root@127.0.0.1:")
+    assert "cannot connect" in hosts.rows[1][2]
+    anchors = [h.anchor for h in summary.hosts]
+    assert len(set(anchors)) == 5 and "host-local" in anchors and "host-local-2" in anchors
+    assert markdown_html(markdown) == [
+        piece for anchor in anchors for piece in (f'<a id="{anchor}">', "</a>")
+    ]
+    counts = markdown_table(markdown, "Finding")
+    assert counts.rows == [
+        ["process.zombie", "CRITICAL", "1", "1"],
+        ["log.errors", "WARNING", "1", "1"],
+    ]
+    assert markdown_headings(markdown, 2)[:2] == ["Hosts", "Findings by id"]
+    assert len(markdown_headings(markdown, 2)) == 2 + 5
+
+
+def test_fleet_html_is_inert_and_every_host_link_lands_on_its_section(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    summary = _fleet(sshd, tmp_path)
+    html = render_fleet(summary, Format.html)
+    page = parse_html(html)
+    assert_inert_page(page)  # includes: every href="#x" has an element with id x
+    assert [link[1:] for link in page.links()] == [h.anchor for h in summary.hosts]
+    assert "<script" not in html.lower()
+    assert json.loads(render_fleet(summary, Format.json))["hosts"][0]["standing"] == "critical"
+    text = render_fleet(summary, Format.text)
+    assert "not collected" in text and "\x1b" not in text
