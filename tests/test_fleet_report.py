@@ -76,7 +76,7 @@ def test_fleet_markdown_lists_hosts_worst_first_with_working_anchors(
     ]
     assert hosts.rows[0][1] == f"{SCRIPT}|gpu" and hosts.rows[0][2].startswith(SCRIPT)
     assert hosts.rows[1][2].startswith("Not collected (unreachable): root@127.0.0.1:")
-    assert "cannot connect" in hosts.rows[1][2]
+    assert "connection refused" in hosts.rows[1][2]
     anchors = [h.anchor for h in summary.hosts]
     assert len(set(anchors)) == 5 and "host-local" in anchors and "host-local-2" in anchors
     assert markdown_html(markdown) == [
