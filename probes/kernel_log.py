@@ -144,6 +144,7 @@ class LogSourceAttempt(BaseModel):
     exit_status: int | None
     answered: bool
     said: str = Field(description="'ok', its first line of stderr, or why it gave nothing.")
+    evidence: EvidenceRef
 
 
 class MemcgCounters(BaseModel):
@@ -293,7 +294,7 @@ def _split(text: str) -> tuple[str, str | None, int]:
 
 def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
     memcg_paths: list[str] = []
-    for line in head.split("\n==> ", 1)[0].splitlines():
+    for number, line in enumerate(head.split("\n==> ", 1)[0].splitlines(), start=1):
         key, _, value = line.partition(" ")
         if key == "dmesg_restrict":
             facts.dmesg_restrict = _int(value)
@@ -304,7 +305,7 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
         elif key == "utc_offset" and value:
             facts.utc_offset = value.strip()
         elif key == "tried":
-            facts.attempts.append(_attempt(value))
+            facts.attempts.append(_attempt(value, number, line))
         elif key == "source" and value and value != "none":
             facts.source = value
         elif key in ("log_bytes", "log_lines"):
@@ -318,11 +319,15 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
     return memcg_paths
 
 
-def _attempt(value: str) -> LogSourceAttempt:
+def _attempt(value: str, number: int, line: str) -> LogSourceAttempt:
     source, _, rest = value.partition(" ")
     status, _, said = rest.partition(" ")
     return LogSourceAttempt(
-        source=source, exit_status=_int(status), answered=said == "ok", said=said or "?"
+        source=source,
+        exit_status=_int(status),
+        answered=said == "ok",
+        said=said or "?",
+        evidence=EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line),
     )
 
 
