@@ -127,6 +127,7 @@ if [ "$_b" -gt {LOG_BYTES_KEPT} ]; then
   if [ $? -gt 1 ]; then grep -E -e '{INTERESTING}' kl.out >kl.cut; fi
   _c=$(wc -c <kl.cut); echo "filtered $((_c + 0)) {LOG_BYTES_KEPT}"
 fi
+# shellcheck disable=SC2086 # split on purpose (set -f): one head for every file
 if [ -n "$_files" ]; then head -v -c 4096 $_files 2>/dev/null; fi
 echo; echo '{MARKER}'
 if [ "$_b" -gt {LOG_BYTES_KEPT} ]; then head -n 1 kl.out; tail -c {LOG_BYTES_KEPT} kl.cut
@@ -255,7 +256,7 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
     captured = captures.get(SECTION)
     if captured is None or (reason and not captured.text):
         return KernelLogFacts(unavailable=reason)
-    facts = KernelLogFacts(incomplete=reason)
+    facts = KernelLogFacts(incomplete=captured.result.problem())
     head, log_text, log_first_line = _split(captured.text)
     memcg_paths = _read_header(facts, head)
     facts.memcg_counters = _memcg_counters(head, memcg_paths)

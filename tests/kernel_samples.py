@@ -27,7 +27,7 @@ def section_text(log: str, source: str = "dmesg", header: str = "") -> str:
     )
 
 
-def parse_section(text: str) -> kernel_log.KernelLogFacts:
+def parse_section(text: str, timed_out: bool = False) -> kernel_log.KernelLogFacts:
     result = SectionResult(
         name=kernel_log.SECTION,
         command="",
@@ -35,7 +35,7 @@ def parse_section(text: str) -> kernel_log.KernelLogFacts:
         duration_s=0.1,
         bytes=len(text),
         truncated=False,
-        timed_out=False,
+        timed_out=timed_out,
         finished=True,
     )
     captured = Captured(result=result, text=text)

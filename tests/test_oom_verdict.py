@@ -81,6 +81,16 @@ def test_unreadable_log_with_zero_counters_is_still_inconclusive() -> None:
     assert "read zero" in finding.explanation
 
 
+def test_kernel_log_section_that_timed_out_empty_is_inconclusive() -> None:
+    facts = Facts(kernel_log=parse_section("", timed_out=True), cgroup=counters())
+    context = RuleContext(options=CollectOptions(), sections={}, collected_at=datetime.now(UTC))
+    [finding] = oom.oom_verdict(facts, context)
+    assert finding.id == "oom.inconclusive"
+    assert "was not collected (section kernel_log was stopped by its per-section timeout)" in (
+        finding.explanation
+    )
+
+
 def test_wrapped_ring_buffer_is_inconclusive() -> None:
     finding = only(
         verdict(section_text(sample("wrapped-5.15.dmesg")), counters()), "oom.inconclusive"

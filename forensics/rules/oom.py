@@ -298,6 +298,13 @@ def _reasons(facts: Facts, log: KernelLogFacts, counters: list[_Counter]) -> lis
 
 
 def _unreadable(log: KernelLogFacts, container: str | None) -> _Reason:
+    if not log.attempts:
+        return _Reason(
+            "log_unreadable",
+            f"The kernel log was not collected ({log.unavailable}): nothing is known about "
+            "OOM kills from it.",
+            ("Re-run with a longer --timeout, or read it by hand: `dmesg | grep -i oom`.",),
+        )
     where = f"inside this {container} container" if container else "as this user"
     restrict = (
         f" kernel.dmesg_restrict is {log.dmesg_restrict}." if log.dmesg_restrict is not None else ""
