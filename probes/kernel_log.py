@@ -333,7 +333,11 @@ def _attempt(value: str, number: int, line: str) -> LogSourceAttempt:
 
 
 def _why_unreadable(facts: KernelLogFacts, reason: str | None) -> str:
-    failed = [f"{a.source}: {a.said}" for a in facts.attempts if not a.answered]
+    failed = [
+        a.said if a.said.startswith(a.source + ":") else f"{a.source}: {a.said}"
+        for a in facts.attempts
+        if not a.answered
+    ]
     if not failed:
         return reason or "no source of the kernel log was tried"
     return "; ".join(failed)

@@ -189,7 +189,7 @@ def test_section_that_no_source_answered_says_why_each_failed() -> None:
     facts = parse_section(text)
     assert not facts.readable and facts.dmesg_restrict == 1
     assert facts.unavailable == (
-        "dmesg: dmesg: read kernel buffer failed: Operation not permitted; "
+        "dmesg: read kernel buffer failed: Operation not permitted; "
         "journalctl: No journal files were found.; /var/log/kern.log: absent"
     )
     assert [a.evidence.first_line for a in facts.attempts] == [5, 6, 7]
