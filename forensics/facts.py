@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from probes.cgroup import CgroupFacts
+from probes.kernel_log import KernelLogFacts
 from probes.system import SystemFacts
 
 
@@ -13,3 +14,4 @@ class Facts(BaseModel):
 
     system: SystemFacts | None = None
     cgroup: CgroupFacts | None = None
+    kernel_log: KernelLogFacts | None = None

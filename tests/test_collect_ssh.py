@@ -18,7 +18,11 @@ def _sections(report: dict[str, object]) -> dict[str, dict[str, object]]:
 def test_collect_over_ssh_writes_a_bundle_and_a_host_report(
     sshd: SshServer, tmp_path: Path
 ) -> None:
-    result = run_cli("collect", *sshd.target_args(), "--out", str(tmp_path), "--format", "json")
+    # --fail-on never: this shared machine's kernel log may hold real OOM kills (tests make them).
+    result = run_cli(
+        "collect", *sshd.target_args(), "--out", str(tmp_path), "--format", "json",
+        "--fail-on", "never",
+    )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["status"] == "ok"

@@ -7,8 +7,12 @@ from collections.abc import Callable
 from forensics.facts import Facts
 from forensics.models import Finding
 from forensics.probe import RuleContext
-from forensics.rules import collection
+from forensics.rules import collection, kernel, oom
 
 Rule = Callable[[Facts, RuleContext], list[Finding]]
 
-CROSS_RULES: tuple[Rule, ...] = (collection.section_problems,)
+CROSS_RULES: tuple[Rule, ...] = (
+    collection.section_problems,
+    oom.oom_verdict,
+    kernel.kernel_events,
+)

@@ -1,0 +1,104 @@
+"""The kernel log parsers and the rules on top of them never raise, whatever the host sent:
+arbitrary text, and real samples cut at any byte or with lines dropped."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forensics.facts import Facts
+from forensics.kernel.faults import find_faults
+from forensics.kernel.hung_tasks import find_hung_tasks
+from forensics.kernel.lines import Clock, read_lines
+from forensics.kernel.machine_checks import find_machine_checks
+from forensics.kernel.oom_report import find_oom_kills
+from forensics.models import CollectOptions
+from forensics.probe import RuleContext
+from forensics.rules import kernel, oom
+from forensics.xid import bus_id, find_xids, parse_xid
+from tests.kernel_samples import SAMPLES, parse_section, section_text
+
+SAMPLE_TEXTS = [path.read_text() for path in sorted(SAMPLES.iterdir()) if path.suffix != ".md"]
+ALL_SAMPLES = "\n".join(SAMPLE_TEXTS)
+CLOCK = Clock(boot_time=datetime(2026, 1, 1, tzinfo=UTC), uptime_s=1e6, utc_offset=None)
+
+# Text that looks like kernel lines: stamps, keywords and separators mixed with noise.
+PIECES = st.sampled_from(
+    [
+        "[  12.345678] ", "[ 1.0] [  T12] ", "May 15 23:09:27 h kernel: ", "\n", " ", ",", "(",
+        ")", ":", "=", "Killed process 12 (", "Kill process 3 (x) score 9 or sacrifice child",
+        "Memory cgroup out of memory: ", "Out of memory: ", "oom-kill:constraint=", ",pid=",
+        ",uid=", ",task=", ",task_memcg=", "global_oom", " invoked oom-killer: gfp_mask=",
+        "order=", "total-vm:", "kB", "pgtables:", "oom_reaper: reaped process 1 (",
+        "callbacks suppressed", "segfault at ", " ip ", " error ", "traps: ", "[7]",
+        " general protection fault ip:", "INFO: task a:1 blocked for more than ",
+        "NVRM: Xid (PCI:0000:3b:00): ", "NVRM: GPU at PCI:0000:3b:00: GPU-", "pid=", "name=",
+        "[Hardware Error]: ", "EDAC MC0: 1 UE ", "memory: usage 1kB, limit ", "Task in /a ",
+        "2026-04-09T21:13:46.8+00:00 h kernel: ", "9" * 30, "\x00", "\u0663", "²",
+    ]
+)  # fmt: skip
+KERNELISH = st.lists(st.one_of(PIECES, st.text(max_size=8)), max_size=60).map("".join)
+
+
+def parse_all(text: str) -> None:
+    lines = read_lines(text, 1, CLOCK)
+    find_oom_kills(lines, "k")
+    find_faults(lines, "k")
+    find_hung_tasks(lines, "k")
+    find_xids(lines, "k")
+    find_machine_checks(lines, "k")
+    parse_xid(text)
+
+
+def judge(text: str, focus: str | None = None) -> None:
+    facts = Facts(kernel_log=parse_section(text))
+    context = RuleContext(
+        options=CollectOptions(focus=focus), sections={}, collected_at=datetime.now(UTC)
+    )
+    oom.oom_verdict(facts, context)
+    kernel.kernel_events(facts, context)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), KERNELISH))
+def test_line_parsers_never_raise_on_arbitrary_text(text: str) -> None:
+    parse_all(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=len(ALL_SAMPLES)), st.integers(min_value=0))
+def test_line_parsers_never_raise_on_real_samples_cut_anywhere(cut: int, start: int) -> None:
+    parse_all(ALL_SAMPLES[start % (cut + 1) : cut])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(SAMPLE_TEXTS), st.data())
+def test_dropping_lines_of_a_sample_never_adds_kills(text: str, data: st.DataObject) -> None:
+    lines = text.splitlines()
+    kept = data.draw(st.lists(st.booleans(), min_size=len(lines), max_size=len(lines)))
+    partial = "\n".join(line for line, keep in zip(lines, kept, strict=True) if keep)
+    full = find_oom_kills(read_lines(text, 1, CLOCK), "k").kills
+    some = find_oom_kills(read_lines(partial, 1, CLOCK), "k").kills
+    assert {k.pid for k in some} <= {k.pid for k in full}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(), KERNELISH), st.one_of(st.none(), st.text(max_size=5)))
+def test_section_parser_and_rules_never_raise_on_arbitrary_sections(
+    text: str, focus: str | None
+) -> None:
+    judge(text, focus)
+    judge(section_text(text), focus)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(SAMPLE_TEXTS), st.integers(min_value=0, max_value=20000))
+def test_section_parser_and_rules_never_raise_on_truncated_sections(text: str, cut: int) -> None:
+    judge(section_text(text)[:cut], "java")
+
+
+@given(st.text(max_size=30))
+def test_bus_id_never_raises(text: str) -> None:
+    bus_id(text)
