@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from probes.disk import DiskFacts
+from probes.gpu import GpuFacts
+from probes.logs import LogsFacts
 from probes.system import SystemFacts
 
 
@@ -11,3 +14,6 @@ class Facts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     system: SystemFacts | None = None
+    disk: DiskFacts | None = None
+    logs: LogsFacts | None = None
+    gpu: GpuFacts | None = None

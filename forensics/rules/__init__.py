@@ -7,8 +7,8 @@ from collections.abc import Callable
 from forensics.facts import Facts
 from forensics.models import Finding
 from forensics.probe import RuleContext
-from forensics.rules import collection
+from forensics.rules import collection, log_end
 
 Rule = Callable[[Facts, RuleContext], list[Finding]]
 
-CROSS_RULES: tuple[Rule, ...] = (collection.section_problems,)
+CROSS_RULES: tuple[Rule, ...] = (collection.section_problems, log_end.log_ended_early)
