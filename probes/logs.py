@@ -473,8 +473,7 @@ def _stale(facts: LogsFacts) -> list[Finding]:
     for log, writer in _logs_of(facts, alive):
         if log.modified is None or log.stat_line is None:
             continue
-        since = max(log.modified, writer.started) if writer.started else log.modified
-        silent_s = (facts.host_clock - since).total_seconds()
+        silent_s = (facts.host_clock - log.modified).total_seconds()
         if silent_s <= STALE_AFTER_S:
             continue
         silent = describe_duration(silent_s)

@@ -20,6 +20,7 @@ SMALL_LOG_BYTES = 64 * 1024
 # kernel times are approximate to a second or so, hence the small slack after it.
 BEFORE_ENDING_S = 120
 AFTER_ENDING_SLACK_S = 5
+CLOCK_ROUNDING_S = 2
 
 
 def log_ended_early(facts: Facts, context: RuleContext) -> list[Finding]:
@@ -38,10 +39,18 @@ def log_ended_early(facts: Facts, context: RuleContext) -> list[Finding]:
         if ending is not None:
             findings.append(_before_ending(log, ending))
             continue
-        writer = next((z for z in zombies if z.started is None or log.modified >= z.started), None)
+        writer = next((z for z in zombies if _written_after_start(log, z)), None)
         if writer is not None:
             findings.append(_zombie_writer(log, writer))
     return findings
+
+
+def _written_after_start(log: LogFile, process: FocusProcess) -> bool:
+    """mtimes are whole seconds and start times are derived from a whole-second btime."""
+    assert log.modified is not None
+    if process.started is None:
+        return True
+    return (log.modified - process.started).total_seconds() >= -CLOCK_ROUNDING_S
 
 
 def _just_before(log: LogFile, event: TimelineEvent) -> bool:
