@@ -65,6 +65,7 @@ _dk() {
 
 _FOCUS_CWD = """\
 for _p in $_fp; do
+  [ -d /proc/"$_p"/cwd/ ] || continue
   _t=$(readlink /proc/"$_p"/cwd 2>/dev/null) && _dk "cwd:$_p" "$_t" /proc/"$_p"/cwd/
 done
 """

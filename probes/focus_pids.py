@@ -35,7 +35,7 @@ while [ -n "$_p" ] && [ "$_p" -gt 1 ] 2>/dev/null; do
   set -- ${_l##*) }
   _p=$2
 done
-for _f in $(grep -l -a -E -f focus.re /proc/[0-9]*/comm /proc/[0-9]*/cmdline 2>focus.err); do
+for _f in $(grep -l -s -a -E -f focus.re /proc/[0-9]*/comm /proc/[0-9]*/cmdline 2>focus.err); do
   _p=${_f#/proc/}; _p=${_p%%/*}
   case "$_fa" in *" $_p "*) continue ;; esac
   case " $_fp " in *" $_p "*) continue ;; esac
