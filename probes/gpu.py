@@ -213,7 +213,7 @@ def parse(captures: Captures, options: CollectOptions) -> GpuFacts:
             current[0].last_line = number
     for name, (run, lines) in runs.items():
         _read_run(facts, name, run, lines)
-    _judge_failure(facts, captured.result.timed_out, reason)
+    _judge_failure(facts, captured.result.timed_out, reason, options.gpu_timeout_s)
     return facts
 
 
@@ -312,11 +312,11 @@ def _extra(gpu: Gpu, record: dict[str, str]) -> None:
     gpu.remapped_rows_failure = _yes(record.get("remapped_rows.failure"))
 
 
-def _judge_failure(facts: GpuFacts, timed_out: bool, reason: str | None) -> None:
+def _judge_failure(facts: GpuFacts, timed_out: bool, reason: str | None, timeout_s: float) -> None:
     hung = [run for run in facts.runs if run.exit_status is None]
     if hung and timed_out:
         facts.failure, facts.failure_run = "timed_out", hung[0]
-        facts.failure_message = f"nvidia-smi ({hung[0].query} query) did not answer in time"
+        facts.failure_message = f"the {hung[0].query} query did not answer within {timeout_s:g} s"
         return
     main = next((run for run in facts.runs if run.query == "gpus"), None)
     if main is None or main.exit_status == 0:
@@ -393,7 +393,7 @@ def rules(facts: GpuFacts, context: RuleContext) -> list[Finding]:
 _FAILURE_WORDS = {
     "timed_out": (
         Severity.critical,
-        "nvidia-smi hung",
+        "hung",
         "nvidia-smi did not answer within {timeout}. It hangs like this when a GPU has fallen "
         "off the bus or the driver is stuck; every CUDA program on the host will hang too.",
         [
@@ -404,7 +404,7 @@ _FAILURE_WORDS = {
     ),
     "gpu_lost": (
         Severity.critical,
-        "a GPU is lost",
+        "reports a lost GPU",
         "nvidia-smi says a GPU is lost: it has fallen off the bus (PCIe, power or hardware). "
         "Work on it has failed and will keep failing until the node is rebooted.",
         [
@@ -415,7 +415,7 @@ _FAILURE_WORDS = {
     ),
     "gpu_inaccessible": (
         Severity.critical,
-        "a GPU cannot be reached",
+        "cannot reach a GPU",
         "nvidia-smi cannot get a handle on a GPU. This usually means the GPU dropped off the bus "
         "or the driver lost it.",
         [
@@ -425,14 +425,14 @@ _FAILURE_WORDS = {
     ),
     "version_mismatch": (
         Severity.critical,
-        "driver and library versions differ",
+        "finds a driver/library version mismatch",
         "The NVIDIA kernel module and the user-space library have different versions, usually "
         "after a driver upgrade without a reboot. No CUDA program can start.",
         ["cat /proc/driver/nvidia/version; reboot (or reload the nvidia modules) to match"],
     ),
     "driver_not_loaded": (
         Severity.warning,
-        "no NVIDIA driver",
+        "cannot reach the NVIDIA driver",
         "nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded, or this "
         "container was started without GPU access.",
         [
@@ -442,14 +442,14 @@ _FAILURE_WORDS = {
     ),
     "no_devices": (
         Severity.warning,
-        "no GPU visible",
+        "sees no GPU",
         "The driver is loaded but no GPU is usable here: no GPU was allocated to this container "
         "or job, or the GPU fell off the bus.",
         ["echo $NVIDIA_VISIBLE_DEVICES $CUDA_VISIBLE_DEVICES; ls -l /dev/nvidia*"],
     ),
     "nvml_unknown_error": (
         Severity.warning,
-        "NVML unknown error",
+        "hit an NVML unknown error",
         "NVML failed with 'Unknown Error'. Inside a container this usually means the container "
         "lost access to the GPU devices after the host ran 'systemctl daemon-reload'.",
         ["Restart the container; on the host, see nvidia-container-toolkit issue #48"],
@@ -464,7 +464,7 @@ def _smi_failed(facts: GpuFacts, context: RuleContext) -> Finding:
         kind,
         (
             Severity.warning,
-            "nvidia-smi failed",
+            "failed",
             "nvidia-smi failed; its own words are in the evidence. The GPU state is unknown.",
             ["nvidia-smi (by hand, and read its message); dmesg -T | grep -i -E 'nvrm|xid'"],
         ),
@@ -481,7 +481,7 @@ def _smi_failed(facts: GpuFacts, context: RuleContext) -> Finding:
     return Finding(
         id="gpu.smi_failed",
         severity=severity,
-        title=f"nvidia-smi failed: {short} ({excerpt[:100]})",
+        title=f"nvidia-smi {short}: {excerpt[:120]}",
         explanation=explanation.format(timeout=timeout),
         next_steps=steps,
         subject={"failure": kind, "message": facts.failure_message},
