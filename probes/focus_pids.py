@@ -90,6 +90,8 @@ def parse_focus_line(
     (4242, 'cuzk) d', 'Z', '2025-11-29T21:00:00+00:00', False)
     >>> parse_focus_line("focus-pid x", 1, None, 100) is None
     True
+    >>> parse_focus_line("focus-pid 1 " + stat.replace("840000", "9" * 20), 7, boot, 100).started
+
     """
     words = line.split(" ", 2)
     if len(words) < 3 or words[0] != "focus-pid" or not words[1].isdigit():
@@ -103,5 +105,12 @@ def parse_focus_line(
             process.state = rest[0][:1]
         # starttime is field 22 of the stat line, the 20th after the name.
         if len(rest) >= 20 and rest[19].isdigit() and boot_time is not None and clock_ticks > 0:
-            process.started = boot_time + timedelta(seconds=int(rest[19]) / clock_ticks)
+            process.started = _after_boot(boot_time, int(rest[19]) / clock_ticks)
     return process
+
+
+def _after_boot(boot_time: datetime, seconds: float) -> datetime | None:
+    try:
+        return boot_time + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
