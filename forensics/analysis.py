@@ -13,6 +13,7 @@ from forensics.host_report import HostReport
 from forensics.models import Finding, Manifest
 from forensics.probe import Captures, Probe, RuleContext
 from forensics.rules import CROSS_RULES
+from forensics.timeline import build_timeline
 from probes import PROBES
 
 
@@ -46,6 +47,7 @@ def analyze(manifest: Manifest, captures: Captures, bundle: str | None) -> HostR
         facts=all_facts,
         findings=sort_findings(findings),
         sections=manifest.sections,
+        timeline=build_timeline(all_facts, manifest.started),
     )
 
 

@@ -21,6 +21,7 @@ from forensics.errors import (
     UsageError,
 )
 from forensics.host_report import HostReport
+from forensics.log_options import log_options
 from forensics.models import CollectOptions, Severity
 from forensics.targets import parse_target
 from reports import Format, render_host
@@ -110,6 +111,18 @@ def collect_command(
         str | None,
         typer.Option(help="Regex on process name or command line: the process in question."),
     ] = None,
+    log: Annotated[
+        list[str] | None,
+        typer.Option(help="Log file glob to read on the host, absolute or ~/ (repeatable)."),
+    ] = None,
+    expect_log: Annotated[
+        list[str] | None,
+        typer.Option(help="Log path that should exist on the host (repeatable)."),
+    ] = None,
+    log_lines: Annotated[int, typer.Option(help="Last lines kept per log (1-1000).")] = 50,
+    gpu_timeout: Annotated[
+        float, typer.Option(help="Seconds nvidia-smi may take before it counts as hung.")
+    ] = 30.0,
     fail_on: Annotated[
         str, typer.Option(help="Exit 1 when a finding is at least: warning, critical, never.")
     ] = "critical",
@@ -123,6 +136,8 @@ def collect_command(
       forensics collect root@ssh6.vast.ai:17008 -i ~/.ssh/id_ed25519
 
       forensics collect gpu-a --focus cuzk --format json > report.json
+
+      forensics collect gpu-a --focus cuzk --log '/work/bench*.log' --expect-log /var/log/cuzk.log
     """
     threshold = _fail_on_threshold(fail_on)
     if timeout <= 0 or connect_timeout <= 0:
@@ -137,7 +152,13 @@ def collect_command(
         accept_new_host_key=accept_new_host_key,
         connect_timeout=connect_timeout,
     )
-    options = CollectOptions(focus=focus, probes=tuple(probe or ()))
+    options = log_options(
+        CollectOptions(focus=focus, probes=tuple(probe or ())),
+        log or [],
+        expect_log or [],
+        log_lines,
+        gpu_timeout,
+    )
     report = collect(parsed, options, out, timeout)
     _emit(report, format)
     raise typer.Exit(_exit_status(report, threshold))

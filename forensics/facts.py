@@ -5,7 +5,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from probes.cgroup import CgroupFacts
+from probes.disk import DiskFacts
+from probes.gpu import GpuFacts
 from probes.kernel_log import KernelLogFacts
+from probes.logs import LogsFacts
 from probes.system import SystemFacts
 
 
@@ -15,3 +18,6 @@ class Facts(BaseModel):
     system: SystemFacts | None = None
     cgroup: CgroupFacts | None = None
     kernel_log: KernelLogFacts | None = None
+    disk: DiskFacts | None = None
+    logs: LogsFacts | None = None
+    gpu: GpuFacts | None = None

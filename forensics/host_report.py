@@ -15,6 +15,7 @@ from forensics.models import (
     Severity,
     Target,
 )
+from forensics.timeline import TimelineEvent
 
 SCHEMA_VERSION = 1
 
@@ -34,6 +35,9 @@ class HostReport(BaseModel):
     facts: Facts = Field(default_factory=Facts)
     findings: list[Finding] = Field(default_factory=list, description="Worst first.")
     sections: list[SectionResult] = Field(default_factory=list)
+    timeline: list[TimelineEvent] = Field(
+        default_factory=list, description="Everything dated, oldest first, UTC."
+    )
 
     @property
     def worst(self) -> Severity | None:

@@ -63,6 +63,16 @@ class CollectOptions(Frozen):
         default=None, description="Regex on process name or command line: the process in question."
     )
     probes: tuple[str, ...] = Field(default=(), description="Probe names to run; empty means all.")
+    logs: tuple[str, ...] = Field(
+        default=(), description="Log file globs to read on the host: absolute, or ~/ for $HOME."
+    )
+    expected_logs: tuple[str, ...] = Field(
+        default=(), description="Log paths that should exist on the host; absence is a finding."
+    )
+    log_lines: int = Field(default=50, ge=1, le=1000, description="Last lines kept per log.")
+    gpu_timeout_s: float = Field(
+        default=30.0, gt=0, description="Seconds nvidia-smi may take before it counts as hung."
+    )
 
 
 class SectionSpec(Frozen):

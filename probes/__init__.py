@@ -4,9 +4,16 @@ that a deadline late in the run loses the least."""
 from typing import Any
 
 from forensics.probe import Probe
-from probes import cgroup, kernel_log, system
+from probes import cgroup, disk, gpu, kernel_log, logs, system
 
-PROBES: tuple[Probe[Any], ...] = (system.PROBE, cgroup.PROBE, kernel_log.PROBE)
+PROBES: tuple[Probe[Any], ...] = (
+    system.PROBE,
+    cgroup.PROBE,
+    disk.PROBE,
+    logs.PROBE,
+    kernel_log.PROBE,
+    gpu.PROBE,
+)
 
 
 def by_name(names: tuple[str, ...]) -> tuple[Probe[Any], ...]:

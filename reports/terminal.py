@@ -57,6 +57,7 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
         for finding in report.findings:
             if finding.next_steps:
                 console.print(Text(f"{finding.id}: next: {inert(finding.next_steps[0])}"))
+    _print_timeline(console, report)
     if report.bundle:
         console.print(Text(f"bundle: {inert(report.bundle)}"))
     return buffer.getvalue()
@@ -78,3 +79,24 @@ def render_fleet_terminal(summary: FleetSummary, width: int = 120) -> str:
         )
     console.print(table)
     return buffer.getvalue()
+
+
+TIMELINE_SHOWN = 15
+
+
+def _print_timeline(console: Console, report: HostReport) -> None:
+    """The latest events, oldest first: the end of the story is what was asked about."""
+    if not report.timeline:
+        return
+    shown = report.timeline[-TIMELINE_SHOWN:]
+    left_out = len(report.timeline) - len(shown)
+    console.print(
+        Text(
+            "timeline (UTC, ~ approximate)"
+            + (f", last {len(shown)} of {len(report.timeline)}:" if left_out else ":")
+        )
+    )
+    for event in shown:
+        mark = "~" if event.approximate else " "
+        when = event.time.strftime("%Y-%m-%d %H:%M:%S")
+        console.print(Text(f" {mark}{when}  {inert(event.text)}"))

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from forensics.facts import Facts
 from forensics.models import Finding
 from forensics.probe import RuleContext
-from forensics.rules import collection, kernel, oom
+from forensics.rules import collection, kernel, log_end, oom
 
 Rule = Callable[[Facts, RuleContext], list[Finding]]
 
@@ -15,4 +15,5 @@ CROSS_RULES: tuple[Rule, ...] = (
     collection.section_problems,
     oom.oom_verdict,
     kernel.kernel_events,
+    log_end.log_ended_early,
 )
