@@ -43,8 +43,10 @@ def test_collect_over_ssh_writes_a_bundle_and_a_host_report(
 
 
 def test_local_collection_runs_the_same_sections_as_ssh(sshd: SshServer, tmp_path: Path) -> None:
-    over_ssh = run_cli("collect", *sshd.target_args(), "--out", str(tmp_path), "-f", "json")
-    local = run_cli("collect", "local", "--out", str(tmp_path), "-f", "json")
+    over_ssh = run_cli(
+        "collect", "--fail-on", "never", *sshd.target_args(), "--out", str(tmp_path), "-f", "json"
+    )
+    local = run_cli("collect", "--fail-on", "never", "local", "--out", str(tmp_path), "-f", "json")
     assert local.exit_code == 0, local.stderr
     assert list(_sections(json.loads(local.stdout))) == list(_sections(json.loads(over_ssh.stdout)))
     assert json.loads(local.stdout)["host_key"] is None
@@ -52,9 +54,18 @@ def test_local_collection_runs_the_same_sections_as_ssh(sshd: SshServer, tmp_pat
 
 def test_analyze_reproduces_the_findings_of_the_collection(sshd: SshServer, tmp_path: Path) -> None:
     collected = json.loads(
-        run_cli("collect", *sshd.target_args(), "--out", str(tmp_path), "-f", "json").stdout
+        run_cli(
+            "collect",
+            "--fail-on",
+            "never",
+            *sshd.target_args(),
+            "--out",
+            str(tmp_path),
+            "-f",
+            "json",
+        ).stdout
     )
-    analyzed = run_cli("analyze", collected["bundle"], "--format", "json")
+    analyzed = run_cli("analyze", collected["bundle"], "--format", "json", "--fail-on", "never")
     assert analyzed.exit_code == 0, analyzed.stderr
     again = json.loads(analyzed.stdout)
     assert again["findings"] == collected["findings"]
@@ -65,7 +76,16 @@ def test_analyze_refuses_a_bundle_whose_evidence_was_changed(
     sshd: SshServer, tmp_path: Path
 ) -> None:
     collected = json.loads(
-        run_cli("collect", *sshd.target_args(), "--out", str(tmp_path), "-f", "json").stdout
+        run_cli(
+            "collect",
+            "--fail-on",
+            "never",
+            *sshd.target_args(),
+            "--out",
+            str(tmp_path),
+            "-f",
+            "json",
+        ).stdout
     )
     raw = Path(collected["bundle"]) / "raw" / "system.txt"
     raw.write_bytes(raw.read_bytes() + b"tampered\n")
@@ -79,7 +99,7 @@ def test_unknown_host_key_is_refused_in_one_line(sshd: SshServer, tmp_path: Path
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     args = [*sshd.target_args(), "--known-hosts", str(empty), "--out", str(tmp_path)]
-    result = run_cli("collect", *args)
+    result = run_cli("collect", "--fail-on", "never", *args)
     assert result.exit_code == 3
     assert len(result.stderr.strip().splitlines()) == 1
     assert "--accept-new-host-key" in result.stderr
@@ -90,14 +110,14 @@ def test_unknown_host_key_is_refused_in_one_line(sshd: SshServer, tmp_path: Path
 def test_accepting_a_new_host_key_records_the_choice(sshd: SshServer, tmp_path: Path) -> None:
     known = tmp_path / "known_hosts"
     args = [*sshd.target_args(), "--known-hosts", str(known), "--out", str(tmp_path)]
-    result = run_cli("collect", *args, "--accept-new-host-key", "-f", "json")
+    result = run_cli("collect", "--fail-on", "never", *args, "--accept-new-host-key", "-f", "json")
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["host_key"]["trust"] == "accepted_new"
     assert f"[127.0.0.1]:{sshd.port}" in known.read_text()
     manifest = json.loads((Path(report["bundle"]) / "manifest.json").read_text())
     assert manifest["host_key"]["trust"] == "accepted_new"
-    second = run_cli("collect", *args, "-f", "json")
+    second = run_cli("collect", "--fail-on", "never", *args, "-f", "json")
     assert json.loads(second.stdout)["host_key"]["trust"] == "known_hosts"
 
 
@@ -109,7 +129,7 @@ def test_a_changed_host_key_is_refused_even_when_accepting_new_keys(
     known = tmp_path / "known_hosts"
     known.write_text(f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
     args = [*sshd.target_args(), "--known-hosts", str(known), "--accept-new-host-key"]
-    result = run_cli("collect", *args, "--out", str(tmp_path))
+    result = run_cli("collect", "--fail-on", "never", *args, "--out", str(tmp_path))
     assert result.exit_code == 3
     assert "HOST KEY CHANGED" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -118,14 +138,16 @@ def test_a_changed_host_key_is_refused_even_when_accepting_new_keys(
 def test_a_refused_client_key_is_an_auth_failure(sshd: SshServer, tmp_path: Path) -> None:
     stranger = keygen(tmp_path / "stranger")
     args = [*sshd.target_args(), "--identity", str(stranger), "--out", str(tmp_path)]
-    result = run_cli("collect", *args)
+    result = run_cli("collect", "--fail-on", "never", *args)
     assert result.exit_code == 3
     assert "authentication refused" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_a_closed_port_is_unreachable(tmp_path: Path) -> None:
-    result = run_cli("collect", f"root@127.0.0.1:{free_port()}", "--out", str(tmp_path))
+    result = run_cli(
+        "collect", "--fail-on", "never", f"root@127.0.0.1:{free_port()}", "--out", str(tmp_path)
+    )
     assert result.exit_code == 3
     assert "connection refused" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -136,7 +158,9 @@ def test_a_hanging_section_is_cut_by_its_timeout_and_the_others_are_kept(
 ) -> None:
     force = shim_wrapper(tmp_path, {"date": "exec sleep 300"})
     server = make_sshd(force_command=force)
-    result = run_cli("collect", *server.target_args(), "--out", str(tmp_path), "-f", "json")
+    result = run_cli(
+        "collect", "--fail-on", "never", *server.target_args(), "--out", str(tmp_path), "-f", "json"
+    )
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     sections = _sections(report)
@@ -144,7 +168,8 @@ def test_a_hanging_section_is_cut_by_its_timeout_and_the_others_are_kept(
     assert sections["cgroup"]["timed_out"] is False and sections["cgroup"]["bytes"] > 0
     assert report["facts"]["cgroup"]["cgroups"]
     incomplete = [f for f in report["findings"] if f["id"] == "collection.section_incomplete"]
-    assert [f["subject"]["section"] for f in incomplete] == ["system"]
+    # Every section that reads the clock with `date` hangs; the cgroup section does not.
+    assert "system" in [f["subject"]["section"] for f in incomplete]
 
 
 def test_output_that_imitates_section_boundaries_splits_nothing(
@@ -163,7 +188,9 @@ printf '\n0123456789abcdef0123456789abcdef END system\n'
 echo 1764441600
 """
     server = make_sshd(force_command=shim_wrapper(tmp_path, {"date": forger}))
-    result = run_cli("collect", *server.target_args(), "--out", str(tmp_path), "-f", "json")
+    result = run_cli(
+        "collect", "--fail-on", "never", *server.target_args(), "--out", str(tmp_path), "-f", "json"
+    )
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["status"] == "ok"
@@ -189,14 +216,14 @@ def test_invalid_utf8_and_terminal_escapes_are_kept_raw_and_shown_inert(
     )
     server = make_sshd(force_command=shim_wrapper(tmp_path, {"head": shim}))
     args = [*server.target_args(), "--out", str(tmp_path)]
-    as_json = run_cli("collect", *args, "-f", "json")
+    as_json = run_cli("collect", "--fail-on", "never", *args, "-f", "json")
     report = json.loads(as_json.stdout)
     raw = (Path(report["bundle"]) / "raw" / "system.txt").read_bytes()
     assert b"\x1b]0;owned\x07\x1b[2J\xff\xfe" in raw
     assert "\x1b" not in as_json.stdout
     assert report["facts"]["system"]["hostname"].startswith("evil\x1b]0;owned")
     for format in ("text", "md"):
-        shown = run_cli("collect", *args, "-f", format)
+        shown = run_cli("collect", "--fail-on", "never", *args, "-f", format)
         assert shown.exit_code == 0, shown.stderr
         assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
         assert "\\x1b" in shown.stdout
@@ -212,7 +239,9 @@ def test_a_dropped_session_keeps_the_finished_sections_and_reports_partial(
         before='( sleep 2; kill -9 "$PPID" ) >/dev/null 2>&1 &',
     )
     server = make_sshd(force_command=force)
-    result = run_cli("collect", *server.target_args(), "--out", str(tmp_path), "-f", "json")
+    result = run_cli(
+        "collect", "--fail-on", "never", *server.target_args(), "--out", str(tmp_path), "-f", "json"
+    )
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["status"] == "partial"

@@ -43,8 +43,29 @@ def _unreachable(tmp_path: Path) -> HostReport:
 
 
 def _fleet(sshd: SshServer, tmp_path: Path) -> FleetSummary:
-    ssh = run_cli("collect", *sshd.target_args(), "--out", str(tmp_path), "--format", "json")
-    local = run_cli("collect", "--out", str(tmp_path), "--format", "json")
+    ssh = run_cli(
+        "collect",
+        "--fail-on",
+        "never",
+        "--probe",
+        "system",
+        *sshd.target_args(),
+        "--out",
+        str(tmp_path),
+        "--format",
+        "json",
+    )
+    local = run_cli(
+        "collect",
+        "--fail-on",
+        "never",
+        "--probe",
+        "system",
+        "--out",
+        str(tmp_path),
+        "--format",
+        "json",
+    )
     reports = [
         HostReport.model_validate_json(ssh.stdout),
         HostReport.model_validate_json(local.stdout),

@@ -185,8 +185,8 @@ def test_log_of_a_process_that_became_a_zombie_ended_early(tmp_path: Path) -> No
             assert time.monotonic() < deadline
             time.sleep(0.05)
         report = _report(
-            "collect", "local", "--out", str(tmp_path / "out"), "--focus", f"^{name}$",
-            "--log", str(log),
+            "collect", "local", "--fail-on", "never", "--out", str(tmp_path / "out"),
+            "--focus", f"^{name}$", "--log", str(log),
         )  # fmt: skip
     finally:
         parent.kill()
@@ -223,7 +223,7 @@ def test_a_glob_matching_nothing_and_a_relative_path_are_told_apart(tmp_path: Pa
         "--log", str(tmp_path / "nothing-*.log"),
     )  # fmt: skip
     assert report["facts"]["logs"]["globs"][0]["matched"] is False
-    refused = run_cli("collect", "local", "--log", "bench.log")
+    refused = run_cli("collect", "--fail-on", "never", "local", "--log", "bench.log")
     assert refused.exit_code == 2 and "absolute" in refused.stderr
 
 

@@ -34,7 +34,9 @@ def _collect(tmp: Path, *target: str) -> Path:
     # Only the system probe: this machine's own state (OOM kills left by other tests,
     # zombies) must not change the shape these tests check.
     args = ("--probe", "system", "--fail-on", "never")
-    result = run_cli("collect", *target, *args, "--out", str(tmp), "--format", "json")
+    result = run_cli(
+        "collect", "--fail-on", "never", *target, *args, "--out", str(tmp), "--format", "json"
+    )
     assert result.exit_code == 0, result.stderr
     return Path(json.loads(result.stdout)["bundle"])
 
@@ -84,7 +86,7 @@ def test_markdown_report_of_a_local_collection_puts_the_verdict_first(
     host = markdown_table(markdown, "Fact")
     assert ["Hostname", hostname] in host.rows
     assert markdown_table(markdown, "Section").rows[0][:2] == ["system", "0"]
-    assert markdown_table(markdown, "Time (UTC)").rows[0][1] == "host booted"
+    assert markdown_table(markdown, "Time (UTC)").rows[0][1].startswith("host booted")
 
 
 def test_html_report_of_an_ssh_collection_is_one_inert_page_in_order(
@@ -116,7 +118,7 @@ def test_json_report_is_the_host_report_that_analyze_builds(
 def test_collect_and_analyze_print_html_with_the_same_sections(
     local_bundle: Path, tmp_path: Path
 ) -> None:
-    collected = run_cli("collect", "--out", str(tmp_path), "--format", "html")
+    collected = run_cli("collect", "--fail-on", "never", "--out", str(tmp_path), "--format", "html")
     analyzed = run_cli("analyze", str(local_bundle), "--format", "html")
     for result in (collected, analyzed):
         assert result.exit_code == 0, result.stderr
