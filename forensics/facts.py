@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from probes.processes import ProcessesFacts
 from probes.system import SystemFacts
 
 
@@ -11,3 +12,4 @@ class Facts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     system: SystemFacts | None = None
+    processes: ProcessesFacts | None = None

@@ -63,6 +63,9 @@ class CollectOptions(Frozen):
         default=None, description="Regex on process name or command line: the process in question."
     )
     probes: tuple[str, ...] = Field(default=(), description="Probe names to run; empty means all.")
+    snapshot_gap_s: float = Field(
+        default=2.0, ge=0, le=60, description="Seconds between the two process-table snapshots."
+    )
 
 
 class SectionSpec(Frozen):

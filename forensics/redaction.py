@@ -7,6 +7,7 @@ built from it goes through ``redact`` first.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 REDACTED = "[REDACTED]"
 
@@ -44,6 +45,21 @@ def redact(text: str) -> str:
     text = _BARE_TOKENS.sub(REDACTED, text)
     text = _ASSIGNMENT.sub(_keep_key, text)
     return _FLAG_THEN_VALUE.sub(_keep_key, text)
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """Redact a command line argument by argument, including a secret that is the argument
+    after its flag (``--token VALUE``) or after ``Bearer``.
+
+    >>> redact_argv(["worker", "--token", "abc", "--api-key=x", "-H", "Bearer", "eyJhbGciOi"])
+    ['worker', '--token', '[REDACTED]', '--api-key=[REDACTED]', '-H', 'Bearer', '[REDACTED]']
+    """
+    redacted = [redact(arg) for arg in argv]
+    for index in range(1, len(argv)):
+        pair = redact(f"{argv[index - 1]} {argv[index]}")
+        if not pair.endswith(f" {redacted[index]}"):
+            redacted[index] = REDACTED
+    return redacted
 
 
 def _keep_key(match: re.Match[str]) -> str:

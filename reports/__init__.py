@@ -10,6 +10,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from forensics.host_report import HostReport
 from reports.escaping import inert, markdown_fence, markdown_inline
+from reports.process_tree import tree_text
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -34,6 +35,7 @@ def markdown_environment() -> Environment:
         lstrip_blocks=True,
     )
     environment.filters.update(md=markdown_inline, fence=markdown_fence, utc=_utc, inert=inert)
+    environment.globals["process_tree"] = tree_text
     return environment
 
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from forensics.host_report import HostReport
 from reports.escaping import inert
+from reports.process_tree import tree_text
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -49,6 +50,12 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
                 console.print(Text(f"{finding.id}: next: {inert(finding.next_steps[0])}"))
     else:
         console.print("No findings.")
+    processes = report.facts.processes
+    if processes is not None:
+        for tree in processes.trees:
+            why = ", ".join(tree.why)
+            console.print(Text(f"process tree ({why} {tree.subject}):", style="bold"))
+            console.print(Text(tree_text(processes, tree)))
     if report.bundle:
         console.print(Text(f"bundle: {inert(report.bundle)}"))
     return buffer.getvalue()
