@@ -40,14 +40,17 @@ WCHAN_MEANINGS = {
     "or a `| while read` loop reaps its children only when that read ends",
     "pipe_wait": "blocked on a pipe",
     "pipe_write": "blocked writing to a full pipe whose reader is not reading",
-    "hrtimer_nanosleep": "sleeping (`sleep`)",
-    "do_nanosleep": "sleeping (`sleep`)",
+    "hrtimer_nanosleep": "a sleep() call",
+    "do_nanosleep": "a sleep() call",
     "do_sys_poll": "waiting for I/O in an event loop that does not call wait() on SIGCHLD",
     "do_select": "waiting for I/O in an event loop that does not call wait() on SIGCHLD",
     "ep_poll": "waiting for I/O in an event loop that does not call wait() on SIGCHLD",
+    "poll_schedule_timeout": "waiting for I/O in an event loop that does not call wait() on "
+    "SIGCHLD",
     "do_epoll_wait": "waiting for I/O in an event loop that does not call wait() on SIGCHLD",
     "futex_wait_queue": "waiting on a lock or condition variable (futex), possibly deadlocked",
     "futex_wait_queue_me": "waiting on a lock or condition variable (futex), possibly deadlocked",
+    "futex_do_wait": "waiting on a lock or condition variable (futex), possibly deadlocked",
     "sigsuspend": "waiting for a signal",
     "do_sigtimedwait": "waiting for a signal",
     "n_tty_read": "waiting for terminal input",
@@ -233,8 +236,8 @@ def _threads_alive_finding(facts: ProcessesFacts, zombie: ProcessEntry, focus: b
             f"The main thread of {_who(zombie)} has exited, but {count} other "
             f"thread{_s(count)} still run{'s' if count == 1 else ''} (ps shows `Zl`): {listed}."
             f"{in_kernel} Until the last thread exits, the process has not finished dying: its "
-            "memory, pinned host memory and GPU memory may still be held, and its parent "
-            f"{_parent_words(zombie, parent)} cannot reap it yet, so this is not the parent's "
+            "memory, pinned host memory and GPU memory may still be held, and its parent, "
+            f"{_parent_words(zombie, parent)}, cannot reap it yet: this is not the parent's "
             f"fault.{_when(zombie, sentence=True)}"
         ),
         next_steps=[
@@ -491,7 +494,8 @@ def _threads_alive(zombie: ProcessEntry) -> int:
 def _doing(entry: ProcessEntry) -> str:
     state = STATE_WORDS.get(entry.state, f"in state {entry.state}")
     if entry.wchan:
-        meaning = WCHAN_MEANINGS.get(entry.wchan)
+        # The kernel may print a compiler-made variant: poll_schedule_timeout.constprop.0
+        meaning = WCHAN_MEANINGS.get(entry.wchan.split(".", 1)[0])
         where = f"waiting in {entry.wchan}" + (f": {meaning}" if meaning else "")
         return f"{state}, {where}"
     return state
@@ -504,7 +508,9 @@ def _parent_words(zombie: ProcessEntry, parent: ProcessEntry | None) -> str:
 
 
 def _who(entry: ProcessEntry) -> str:
-    return f"{entry.name} (pid {entry.pid})"
+    """Name and pid on one line: a newline in a name would split a title in two."""
+    name = entry.name.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+    return f"{name} (pid {entry.pid})"
 
 
 def _who_pid(facts: ProcessesFacts, pid: int) -> str:

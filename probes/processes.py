@@ -489,8 +489,7 @@ def parse_stat(text: str) -> _Stat | None:
     fields = text[close + 1 :].split()
     if len(fields) < 20 or fields[0] not in _STATES:
         return None
-    numbers = [_int(value) for value in fields[1:]]
-    ppid, flags, threads, start = numbers[0], numbers[5], numbers[16], numbers[18]
+    ppid, flags, threads, start = (_int(fields[i]) for i in (1, 6, 17, 19))
     if ppid is None or flags is None or threads is None or start is None:
         return None
     return _Stat(
@@ -501,8 +500,8 @@ def parse_stat(text: str) -> _Stat | None:
         flags=flags,
         threads=threads,
         start_ticks=start,
-        rss_pages=numbers[20] if len(numbers) > 20 else None,
-        exit_status=numbers[48] if len(numbers) > 48 else None,
+        rss_pages=_int(fields[21]) if len(fields) > 21 else None,
+        exit_status=_int(fields[49]) if len(fields) > 49 else None,
     )
 
 
