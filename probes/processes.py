@@ -3,29 +3,35 @@
 No procps: one ``head -v -c N`` per 200 processes and file kind, shell builtins for the rest.
 After every file ``head`` also prints a private separator file whose content is a random
 nonce read from ``/proc/sys/kernel/random/uuid``, so no command line, comm or cgroup path
-can forge a file boundary, whatever bytes it holds (newlines, ``==> x <==``, NUL)::
+can forge a file boundary, whatever bytes it holds (newlines, ``==> x <==``, NUL). Real
+output (tests/samples/processes-pidns-zombies.txt, a PID namespace whose PID 1 is ``sh``)::
 
-    nonce 3f0c1a2e-77b1-4d9c
+    nonce d198af9b-3319-404d
     clock_ticks 100
     page_size 4096
-    btime 1764441600
-    self 4242
-    snapshot 1 8400.12
-    ==> /proc/900/stat <==
-    900 (cuzk) Z 812 900 812 0 -1 4227084 ... 0
+    btime 1795987298
+    self 9
+    snapshot 1 1648.38
+    ==> /proc/1/stat <==
+    1 (sh) S 0 0 0 0 -1 4194560 98 75 0 0 0 0 0 0 20 0 1 0 164775 2654208 409 ... 0
+
     ==> .s <==
-    3f0c1a2e-77b1-4d9c
-    ... the same for status (first 256 bytes), cmdline, wchan, cgroup ...
+    d198af9b-3319-404d
+
+    ==> /proc/2/stat <==
+    2 (zl-demo) Z 1 0 0 0 -1 4227084 2025 0 1 0 3 0 0 0 20 0 2 0 164775 0 0 ... 0
+    ...                      (then status, cmdline, wchan and cgroup the same way)
     threads
-    tasks 900 3
-    thread 900 900 Z 0 cuzk
-    thread 900 903 D nv_wait_for_completion cuda-EvtHandlr
+    tasks 2 2
+    thread 2 2 Z 0 zl-demo
+    thread 2 8 S hrtimer_nanosleep zl-demo
     links
-    lrwxrwxrwx 1 0 0 0 Nov 29 21:21 /proc/900/cwd -> /opt/bench
+    lrwxrwxrwx 1 0 0 0 Nov 29 21:49 /proc/1/exe -> /usr/bin/dash
+    lrwxrwxrwx 1 0 0 0 Nov 29 21:49 /proc/2/exe
     ==> .s <==
-    3f0c1a2e-77b1-4d9c
-    snapshot 2 8402.15
-    ==> /proc/900/stat <==
+    d198af9b-3319-404d
+    snapshot 2 1648.91
+    ==> /proc/1/stat <==
     ...
     end
 

@@ -4,6 +4,7 @@ names, forged boundaries, cut sections, and states this machine cannot easily pr
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
@@ -254,3 +255,31 @@ def test_any_name_and_command_line_round_trip(name: str, argv: list[str], state:
     assert (entry.name, entry.state, entry.argv) == (name, state, argv)
     init = facts.by_pid(1)
     assert init is not None and init.name == "tini"
+
+
+def test_a_real_capture_from_a_pid_namespace_reads_back() -> None:
+    sample = Path(__file__).parent / "samples" / "processes-pidns-zombies.txt"
+    facts = parse_text(sample.read_bytes().decode("utf-8", "replace"))
+    assert [(p.pid, p.name, p.state, p.ppid) for p in facts.processes] == [
+        (1, "sh", "S", 0),
+        (2, "zl-demo", "Z", 1),
+        (3, "sleep", "S", 1),
+        (4, "sleep", "S", 1),
+        (6, "sleep", "Z", 3),
+        (7, "sleep", "Z", 4),
+        (9, "sh", "R", 1),
+    ]
+    assert facts.gap_s == 0.53 and facts.pid1_is_known_init is False
+    assert [p.pid for p in facts.processes if p.collector] == [9]
+    by = {p.pid: p for p in facts.processes}
+    assert by[4].argv == ["cuzk --api-key=[REDACTED] daemon", "30"]
+    assert (by[1].exe, by[2].exe_readable) == ("/usr/bin/dash", False)
+    assert [(t.tid, t.state, t.wchan) for t in by[2].thread_states] == [
+        (2, "Z", None),
+        (8, "S", "hrtimer_nanosleep"),
+    ]
+    found = judge(facts)
+    assert [f.subject["pid"] for f in found["process.zombie"]] == [6, 7]
+    assert [f.subject["ppid"] for f in found["process.parent_not_reaping"]] == [3, 4]
+    assert [f.subject["pid"] for f in found["process.zombie_threads_alive"]] == [2]
+    assert "init.not_reaping" not in found, "a Zl zombie under PID 1 cannot be reaped yet"
