@@ -98,12 +98,12 @@ _tasks() {
       w=; { read -r w <"$t/wchan"; } 2>/dev/null
       c=; { IFS= read -r c <"$t/comm"; } 2>/dev/null
       l=${l##*") "}
-      echo "thread ${d#/proc/} ${t##*/} ${l%% *} ${w:--} $c"
+      printf 'thread %s %s %s %s %s\n' "${d#/proc/}" "${t##*/}" "${l%% *}" "${w:--}" "$c"
     done
   done
 }
 q=; if ls -q -d / >/dev/null 2>&1; then q=q; fi
-{ read -r t _ </proc/uptime; } 2>/dev/null; echo "snapshot 1 $t"
+{ read -r up _ </proc/uptime; } 2>/dev/null; echo "snapshot 1 $up"
 _dump @STAT_CAP@ stat
 _dump @STATUS_CAP@ status
 _dump @CMDLINE_CAP@ cmdline
@@ -115,7 +115,7 @@ echo links
 ls -lnd$q /proc/[0-9]*/exe /proc/[0-9]*/cwd 2>/dev/null
 head -v -c 64 "$s"
 @SLEEP@
-{ read -r t _ </proc/uptime; } 2>/dev/null; echo "snapshot 2 $t"
+{ read -r up _ </proc/uptime; } 2>/dev/null; echo "snapshot 2 $up"
 _dump @STAT_CAP@ stat
 echo end
 """
@@ -514,8 +514,7 @@ def parse_stat(text: str) -> _Stat | None:
 def _facts(reading: _Reading, options: CollectOptions) -> ProcessesFacts:
     ticks = _positive(reading.header.get("clock_ticks"), 100)
     page = _positive(reading.header.get("page_size"), 4096)
-    btime = _int(reading.header.get("btime", ""))
-    boot = datetime.fromtimestamp(btime, UTC) if btime else None
+    boot = _boot_time(_int(reading.header.get("btime", "")))
     facts = ProcessesFacts(
         clock_ticks_per_s=ticks,
         page_size=page,
@@ -588,6 +587,15 @@ def _lines(raw: _Raw, second: int | None) -> dict[str, int]:
     if second is not None:
         lines["second_stat"] = second
     return lines
+
+
+def _boot_time(btime: int | None) -> datetime | None:
+    if not btime:
+        return None
+    try:
+        return datetime.fromtimestamp(btime, UTC)
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 def _started(facts: ProcessesFacts, ticks: int) -> datetime | None:
@@ -718,6 +726,7 @@ def _mark_collector(facts: ProcessesFacts) -> None:
 
 
 def _match_focus(facts: ProcessesFacts, pattern: str | None) -> FocusMatch | None:
+    """Search the pattern in each name and redacted command line (joined by spaces)."""
     if pattern is None:
         return None
     match = FocusMatch(pattern=pattern)

@@ -96,6 +96,12 @@ def test_an_exe_link_forged_by_a_newline_in_a_target_is_not_trusted() -> None:
     assert (by[400].exe, by[400].exe_readable) == (None, None)
 
 
+def test_an_absurd_boot_time_is_unknown_not_a_crash() -> None:
+    text = section_text([INIT], [INIT]).replace("btime 1764441600", "btime 99999999999999999")
+    facts = parse_text(text)
+    assert facts.boot_time is None and facts.processes[0].started_at is None
+
+
 def test_start_time_uses_btime_and_clock_ticks() -> None:
     daemon = HostProcess(pid=50, name="cuzk", start_ticks=360_000)
     facts = parse_text(section_text([INIT, daemon], [INIT, daemon]))

@@ -39,11 +39,18 @@ libc.prctl(15, b"zl-demo", 0, 0, 0)
 threading.Thread(target=time.sleep, args=(120,)).start()
 libc.pthread_exit(None)
 """
+# dash's echo would turn this thread name's backslash-n into a newline and a forged line.
+ODD_THREAD = "x\\nthread 1 1 D"
 ODD_CODE = f"""
-import ctypes, os, time
-ctypes.CDLL(None).prctl(15, {ODD_NAME.encode()!r}, 0, 0, 0)
+import ctypes, os, threading, time
+libc = ctypes.CDLL(None)
+libc.prctl(15, {ODD_NAME.encode()!r}, 0, 0, 0)
 if os.fork() == 0:
     os._exit(3)
+def named():
+    libc.prctl(15, {ODD_THREAD.encode()!r}, 0, 0, 0)
+    time.sleep(120)
+threading.Thread(target=named, daemon=True).start()
 time.sleep(120)
 """
 
@@ -237,6 +244,9 @@ def test_names_with_parentheses_newlines_and_markup_parse(scenario: Scenario) ->
     assert entry["argv"][-2:] == [FORGED_ARG, "two words"]
     pid1 = scenario.process(1)
     assert pid1["name"] != "forged"
+    assert pid1["thread_states"] == [], "a thread name forged a thread line"
+    raw = (scenario.bundle / "raw" / "processes.txt").read_text(errors="replace")
+    assert f"thread {odd} " in raw and f" {ODD_THREAD}\n" in raw
     [found] = [f for f in scenario.findings("process.zombie") if f["subject"]["pid"] == zombie]
     assert found["subject"]["parent_name"] == ODD_NAME
     assert "\n" not in found["title"]
