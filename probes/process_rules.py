@@ -443,7 +443,8 @@ def _focus_not_running(facts: ProcessesFacts) -> list[Finding]:
                 "zombies": focus.zombies,
                 "exited": focus.exited,
             },
-            evidence=[ref for p in (zombies + exited)[:3] for ref in _stat_refs(p)],
+            evidence=[ref for p in (zombies + exited)[:3] for ref in _stat_refs(p)]
+            or _snapshot_refs(facts),
         )
     ]
 
@@ -571,6 +572,21 @@ def _stat_refs(entry: ProcessEntry, second: bool = True) -> list[EvidenceRef]:
             )
         )
     return refs
+
+
+def _snapshot_refs(facts: ProcessesFacts) -> list[EvidenceRef]:
+    """Where the table that holds no match begins."""
+    line = facts.first_snapshot_line
+    if not line or facts.first_snapshot_uptime_s is None:
+        return []
+    return [
+        EvidenceRef(
+            section=SECTION,
+            first_line=line,
+            last_line=line,
+            excerpt=f"snapshot 1 {facts.first_snapshot_uptime_s:.2f}",
+        )
+    ]
 
 
 def _wchan_refs(entry: ProcessEntry) -> list[EvidenceRef]:

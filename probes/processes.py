@@ -250,6 +250,7 @@ class ProcessesFacts(BaseModel):
     boot_time: datetime | None = None
     collector_pid: int | None = None
     first_snapshot_uptime_s: float | None = None
+    first_snapshot_line: int | None = Field(default=None, description="Its `snapshot 1` line.")
     first_snapshot_complete: bool = False
     second_snapshot_uptime_s: float | None = Field(
         default=None, description="None when the second snapshot did not complete."
@@ -321,6 +322,7 @@ class _Stat:
 class _Reading:
     header: dict[str, str] = field(default_factory=dict)
     uptime: dict[int, float] = field(default_factory=dict)
+    snapshot_lines: dict[int, int] = field(default_factory=dict)
     first: dict[int, _Raw] = field(default_factory=dict)
     second: dict[int, tuple[_Stat, int]] = field(default_factory=dict)
     tasks: dict[int, int] = field(default_factory=dict)
@@ -434,6 +436,7 @@ def _read_control(
             value = _float(uptime)
             if snapshot and value is not None:
                 reading.uptime[snapshot] = value
+                reading.snapshot_lines[snapshot] = _line_of(here, newlines)
         elif key in ("nonce", "clock_ticks", "page_size", "btime", "self"):
             reading.header.setdefault(key, rest.strip())
         elif key == "threads":
@@ -521,6 +524,7 @@ def _facts(reading: _Reading, options: CollectOptions) -> ProcessesFacts:
         boot_time=boot,
         collector_pid=_int(reading.header.get("self", "")),
         first_snapshot_uptime_s=reading.uptime.get(1),
+        first_snapshot_line=reading.snapshot_lines.get(1),
         first_snapshot_complete=reading.threads_started,
         second_snapshot_uptime_s=reading.uptime.get(2) if reading.ended else None,
     )

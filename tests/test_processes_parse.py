@@ -171,6 +171,8 @@ def test_focus_that_matches_nothing_is_critical() -> None:
     [finding] = judge(facts, "cuzk")["focus.not_running"]
     assert finding.severity.value == "critical"
     assert "No process, live or zombie" in finding.explanation
+    [evidence] = finding.evidence
+    assert (evidence.first_line, evidence.excerpt) == (5, "snapshot 1 8400.00")
 
 
 def test_focus_is_not_judged_on_an_incomplete_table() -> None:
