@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -53,6 +54,15 @@ def _fail_on_threshold(value: str) -> Severity | None:
         raise UsageError(
             f"--fail-on: expected warning, critical or never, got {value!r}"
         ) from error
+
+
+def _check_regex(focus: str | None) -> None:
+    if focus is None:
+        return
+    try:
+        re.compile(focus)
+    except re.error as error:
+        raise UsageError(f"--focus: not a valid regular expression: {error}") from error
 
 
 def _exit_status(report: HostReport, fail_on: Severity | None) -> int:
@@ -123,6 +133,9 @@ def collect_command(
     gpu_timeout: Annotated[
         float, typer.Option(help="Seconds nvidia-smi may take before it counts as hung.")
     ] = 30.0,
+    snapshot_gap: Annotated[
+        float, typer.Option(help="Seconds between the two process-table snapshots (0-60).")
+    ] = 2.0,
     fail_on: Annotated[
         str, typer.Option(help="Exit 1 when a finding is at least: warning, critical, never.")
     ] = "critical",
@@ -152,8 +165,11 @@ def collect_command(
         accept_new_host_key=accept_new_host_key,
         connect_timeout=connect_timeout,
     )
+    if not 0 <= snapshot_gap <= 60:
+        raise UsageError("--snapshot-gap must be between 0 and 60 seconds")
+    _check_regex(focus)
     options = log_options(
-        CollectOptions(focus=focus, probes=tuple(probe or ())),
+        CollectOptions(focus=focus, probes=tuple(probe or ()), snapshot_gap_s=snapshot_gap),
         log or [],
         expect_log or [],
         log_lines,

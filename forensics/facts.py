@@ -9,6 +9,7 @@ from probes.disk import DiskFacts
 from probes.gpu import GpuFacts
 from probes.kernel_log import KernelLogFacts
 from probes.logs import LogsFacts
+from probes.processes import ProcessesFacts
 from probes.system import SystemFacts
 
 
@@ -21,3 +22,4 @@ class Facts(BaseModel):
     disk: DiskFacts | None = None
     logs: LogsFacts | None = None
     gpu: GpuFacts | None = None
+    processes: ProcessesFacts | None = None

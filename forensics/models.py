@@ -73,6 +73,9 @@ class CollectOptions(Frozen):
     gpu_timeout_s: float = Field(
         default=30.0, gt=0, description="Seconds nvidia-smi may take before it counts as hung."
     )
+    snapshot_gap_s: float = Field(
+        default=2.0, ge=0, le=60, description="Seconds between the two process-table snapshots."
+    )
 
 
 class SectionSpec(Frozen):

@@ -7,16 +7,27 @@ built from it goes through ``redact`` first.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 REDACTED = "[REDACTED]"
 
-_SECRET_WORD = (
-    r"(?:[A-Za-z0-9_.-]*(?:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|access[_-]?key|"
-    r"private[_-]?key|credential|auth)[A-Za-z0-9_.-]*)"
+_KEY_CHAR = r"[A-Za-z0-9_.-]"
+_SECRET_NAME = (
+    r"(?:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|access[_-]?key|"
+    r"private[_-]?key|credential|auth)"
 )
-# --api-key=VALUE, PASSWORD=VALUE, --token VALUE, api_key: VALUE
-_ASSIGNMENT = re.compile(rf"(?i)(?P<key>-{{0,2}}{_SECRET_WORD})(?P<sep>=|:\s*)(?P<value>[^\s&]+)")
-_FLAG_THEN_VALUE = re.compile(rf"(?i)(?P<key>--?{_SECRET_WORD})(?P<sep>\s+)(?P<value>[^\s-][^\s]*)")
+_SECRET_WORD = rf"(?:{_KEY_CHAR}*{_SECRET_NAME}{_KEY_CHAR}*)"
+# Bounded, for a pattern that may start at every dash: keeps a long token linear.
+_SHORT_SECRET_WORD = rf"(?:{_KEY_CHAR}{{0,64}}{_SECRET_NAME}{_KEY_CHAR}{{0,64}})"
+# --api-key=VALUE, PASSWORD=VALUE, --token VALUE, api_key: VALUE. A match may start only
+# where a key can begin: trying every position of a long token and scanning it to its end
+# made a 3 KB argument take a second.
+_ASSIGNMENT = re.compile(
+    rf"(?i)(?<!{_KEY_CHAR})(?P<key>-{{0,2}}{_SECRET_WORD})(?P<sep>=|:\s*)(?P<value>[^\s&]+)"
+)
+_FLAG_THEN_VALUE = re.compile(
+    rf"(?i)(?<!-)(?P<key>--?{_SHORT_SECRET_WORD})(?P<sep>\s+)(?P<value>[^\s-][^\s]*)"
+)
 # scheme://user:password@host
 _URL_CREDENTIALS = re.compile(
     r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]+):[^/\s@]+@"
@@ -44,6 +55,29 @@ def redact(text: str) -> str:
     text = _BARE_TOKENS.sub(REDACTED, text)
     text = _ASSIGNMENT.sub(_keep_key, text)
     return _FLAG_THEN_VALUE.sub(_keep_key, text)
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """Redact a command line argument by argument, including a secret that is the argument
+    after its flag (``--token VALUE``) or after ``Bearer``.
+
+    >>> redact_argv(["worker", "--token", "abc", "--api-key=x", "-H", "Bearer", "eyJhbGciOi"])
+    ['worker', '--token', '[REDACTED]', '--api-key=[REDACTED]', '-H', 'Bearer', '[REDACTED]']
+    """
+    redacted = [redact(arg) for arg in argv]
+    for index in range(1, len(argv)):
+        previous = argv[index - 1]
+        if not _may_name_next(previous):
+            continue
+        pair = redact(f"{previous} {argv[index]}")
+        if not pair.endswith(f" {redacted[index]}"):
+            redacted[index] = REDACTED
+    return redacted
+
+
+def _may_name_next(argument: str) -> bool:
+    """Only a flag, a ``key:`` or ``Bearer`` can make the next argument a secret."""
+    return argument.startswith("-") or argument.endswith(":") or argument.lower().endswith("bearer")
 
 
 def _keep_key(match: re.Match[str]) -> str:

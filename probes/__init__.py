@@ -4,7 +4,7 @@ that a deadline late in the run loses the least."""
 from typing import Any
 
 from forensics.probe import Probe
-from probes import cgroup, disk, gpu, kernel_log, logs, system
+from probes import cgroup, disk, gpu, kernel_log, logs, processes, system
 
 PROBES: tuple[Probe[Any], ...] = (
     system.PROBE,
@@ -12,6 +12,7 @@ PROBES: tuple[Probe[Any], ...] = (
     disk.PROBE,
     logs.PROBE,
     kernel_log.PROBE,
+    processes.PROBE,
     gpu.PROBE,
 )
 

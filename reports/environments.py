@@ -26,7 +26,7 @@ from reports.figures import (
     memory_bar_svg,
     timeline_svg,
 )
-from reports.process_tree import ProcessRow, tree_around
+from reports.process_tree import ProcessRow, tree_around, tree_lines
 
 TEMPLATES = Path(__file__).parent / "templates"
 LONG_EVIDENCE_LINES = 12
@@ -61,7 +61,10 @@ def _html_finalize(value: Any) -> Any:
 def _common(environment: Environment) -> Environment:
     environment.filters.update(utc=utc, bytes=human_bytes, duration=human_duration)
     environment.globals.update(
-        long_evidence_lines=LONG_EVIDENCE_LINES, tree_around=tree_around, ProcessRow=ProcessRow
+        long_evidence_lines=LONG_EVIDENCE_LINES,
+        tree_around=tree_around,
+        ProcessRow=ProcessRow,
+        tree_lines=tree_lines,
     )
     return environment
 

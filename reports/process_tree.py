@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from probes.processes import ProcessEntry, ProcessesFacts, ProcessTree
 from reports.escaping import inert
 
 MAX_DEPTH = 64
@@ -107,3 +108,67 @@ def _draw(
     for index, child in enumerate(kids):
         last = index == len(kids) - 1
         _draw(child, below, "└─ " if last else "├─ ", by_pid, children, marked, lines, seen)
+
+
+MAX_COMMAND = 100
+MAX_CHILDREN = 10
+
+
+def tree_lines(facts: ProcessesFacts, tree: ProcessTree) -> list[TreeLine]:
+    """The lines of one of the probe's trees (around the focus or a zombie).
+
+    >>> from probes.processes import ProcessEntry
+    >>> def p(pid, ppid, name, state, argv, wchan=None, threads=1):
+    ...     return ProcessEntry(pid=pid, ppid=ppid, name=name, state=state, threads=threads,
+    ...                         start_ticks=0, argv=argv, cmdline=" ".join(argv), wchan=wchan)
+    >>> facts = ProcessesFacts(processes=[
+    ...     p(1, 0, "tini", "S", ["/tini", "--", "bash", "run.sh"]),
+    ...     p(812, 1, "bash", "S", ["bash", "run.sh"], wchan="do_wait"),
+    ...     p(900, 812, "cuzk", "Z", [], threads=3)])
+    >>> tree = ProcessTree(subject=900, why=["zombie"], ancestors=[812, 1], children=[])
+    >>> for line in tree_lines(facts, tree):
+    ...     print(line.text)
+    1 tini [S] /tini -- bash run.sh
+    └─ 812 bash [S do_wait] bash run.sh
+       └─ 900 cuzk [Z, 3 threads] <defunct>  <= here
+    """
+    pids = [*tree.ancestors, tree.subject, *tree.children[:MAX_CHILDREN]]
+    rows = [row for row in (_row(facts, pid) for pid in pids) if row is not None]
+    lines = tree_around(rows, {tree.subject})
+    if len(tree.children) > MAX_CHILDREN:
+        more = len(tree.children) - MAX_CHILDREN
+        lines.append(TreeLine(text=f"... {more} more children", pid=0, marked=False))
+    return lines
+
+
+def _row(facts: ProcessesFacts, pid: int) -> ProcessRow | None:
+    entry = facts.by_pid(pid)
+    if entry is None:
+        return None
+    return ProcessRow(entry.pid, entry.ppid, _flat(entry.name), _status(entry), _command(entry))
+
+
+def _status(entry: ProcessEntry) -> str:
+    words = entry.state
+    if entry.threads > 1:
+        words += f", {entry.threads} threads"
+        stuck = sum(1 for thread in entry.thread_states if thread.state == "D")
+        if stuck:
+            words += f" ({stuck} in D)"
+    if entry.wchan:
+        words += f" {_flat(entry.wchan)}"
+    return words
+
+
+def _command(entry: ProcessEntry) -> str:
+    if entry.is_zombie:
+        return "<defunct>"
+    if not entry.cmdline:
+        return f"[{_flat(entry.name)}]"
+    text = _flat(entry.cmdline)
+    return text if len(text) <= MAX_COMMAND else text[: MAX_COMMAND - 3] + "..."
+
+
+def _flat(text: str) -> str:
+    """One line: a newline in a process name must not start a fake tree line."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")

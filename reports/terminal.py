@@ -12,6 +12,7 @@ from forensics.host_report import HostReport
 from reports.escaping import inert
 from reports.fleet import FleetSummary
 from reports.headline import headline
+from reports.process_tree import tree_lines
 
 _STYLE = {
     "critical": "bold red",
@@ -57,6 +58,13 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
         for finding in report.findings:
             if finding.next_steps:
                 console.print(Text(f"{finding.id}: next: {inert(finding.next_steps[0])}"))
+    processes = report.facts.processes
+    if processes is not None:
+        for tree in processes.trees:
+            why = ", ".join(tree.why)
+            console.print(Text(f"process tree ({why} {tree.subject}):", style="bold"))
+            for line in tree_lines(processes, tree):
+                console.print(Text(line.text))
     _print_timeline(console, report)
     if report.bundle:
         console.print(Text(f"bundle: {inert(report.bundle)}"))
