@@ -251,9 +251,11 @@ def test_names_with_parentheses_newlines_and_markup_parse(scenario: Scenario) ->
     assert found["subject"]["parent_name"] == ODD_NAME
     assert "\n" not in found["title"]
     assert "exited with code 3" in found["explanation"]
-    # Markdown: the table keeps its four columns, the tree keeps one process per line.
-    table = [line for line in scenario.markdown.splitlines() if line.startswith("| ")]
-    assert table and all(line.replace("\\|", "").count("|") == 4 for line in table)
+    # Markdown: the findings table keeps its five columns, the tree one process per line.
+    lines = scenario.markdown.splitlines()
+    start = lines.index("| # | Severity | Finding | What |")
+    table = lines[start : lines.index("", start)]
+    assert all(line.replace("\\|", "").count("|") == 5 for line in table)
     assert f"{odd} <i>) Z 1 (`|\\nx [S" in scenario.markdown
     assert "\nx [S" not in scenario.markdown
 
