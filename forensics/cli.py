@@ -23,6 +23,7 @@ from forensics.errors import (
 from forensics.host_report import HostReport
 from forensics.models import CollectOptions, Severity
 from forensics.targets import parse_target
+from forensics.thresholds import parse_thresholds
 from reports import Format, render_host
 
 EXIT_CODES_HELP = """
@@ -113,6 +114,13 @@ def collect_command(
     fail_on: Annotated[
         str, typer.Option(help="Exit 1 when a finding is at least: warning, critical, never.")
     ] = "critical",
+    memory_threshold: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--threshold",
+            help="Memory finding threshold NAME=VALUE, e.g. near_limit_warning_percent=85.",
+        ),
+    ] = None,
 ) -> None:
     """Collect one host into an evidence bundle and print what it shows.
 
@@ -137,7 +145,11 @@ def collect_command(
         accept_new_host_key=accept_new_host_key,
         connect_timeout=connect_timeout,
     )
-    options = CollectOptions(focus=focus, probes=tuple(probe or ()))
+    options = CollectOptions(
+        focus=focus,
+        probes=tuple(probe or ()),
+        memory_thresholds=parse_thresholds(memory_threshold or []),
+    )
     report = collect(parsed, options, out, timeout)
     _emit(report, format)
     raise typer.Exit(_exit_status(report, threshold))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from probes.cgroup import CgroupFacts
+from probes.memory import MemoryFacts
 from probes.system import SystemFacts
 
 
@@ -13,3 +14,4 @@ class Facts(BaseModel):
 
     system: SystemFacts | None = None
     cgroup: CgroupFacts | None = None
+    memory: MemoryFacts | None = None

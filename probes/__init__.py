@@ -4,9 +4,9 @@ that a deadline late in the run loses the least."""
 from typing import Any
 
 from forensics.probe import Probe
-from probes import cgroup, system
+from probes import cgroup, memory, system
 
-PROBES: tuple[Probe[Any], ...] = (system.PROBE, cgroup.PROBE)
+PROBES: tuple[Probe[Any], ...] = (system.PROBE, cgroup.PROBE, memory.PROBE)
 
 
 def by_name(names: tuple[str, ...]) -> tuple[Probe[Any], ...]:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from forensics.facts import Facts
 from forensics.models import Finding
 from forensics.probe import RuleContext
-from forensics.rules import collection
+from forensics.rules import collection, headroom
 
 Rule = Callable[[Facts, RuleContext], list[Finding]]
 
-CROSS_RULES: tuple[Rule, ...] = (collection.section_problems,)
+CROSS_RULES: tuple[Rule, ...] = (collection.section_problems, headroom.memory_headroom)
