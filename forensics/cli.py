@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from forensics import __version__, bundle
+from forensics import __version__, bundle, memory_watch
 from forensics.analysis import analyze
 from forensics.collect import collect
 from forensics.errors import (
@@ -170,6 +170,10 @@ def analyze_command(
     report = analyze(manifest, captures, bundle=str(bundle_path))
     _emit(report, format)
     raise typer.Exit(_exit_status(report, threshold))
+
+
+app.command("watch")(memory_watch.watch_command)
+app.command("wait")(memory_watch.wait_command)
 
 
 @app.command("schema")
