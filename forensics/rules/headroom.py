@@ -148,8 +148,7 @@ def _near_limit_finding(
 
 def kernel_memory(cgroups: CgroupFacts, thresholds: MemoryThresholds) -> list[Finding]:
     findings = []
-    judged = [c for c in cgroups.cgroups if c in cgroups.looked_at() or c.limit_bytes]
-    for counters in judged:
+    for counters in _budgets(cgroups):
         kernel, usage = counters.kernel_bytes, counters.usage_bytes
         if not kernel or not usage:
             continue
@@ -206,6 +205,18 @@ def kernel_memory(cgroups: CgroupFacts, thresholds: MemoryThresholds) -> list[Fi
             )
         )
     return findings
+
+
+def _budgets(cgroups: CgroupFacts) -> list[CgroupCounters]:
+    """For each cgroup we looked at, the visible cgroup whose limit bounds it, else itself:
+    kernel memory matters against the budget it is charged to, and is judged once there."""
+    by_path = {(c.version, c.cgroup): c for c in cgroups.cgroups}
+    budgets: dict[tuple[int, str], CgroupCounters] = {}
+    for counters in cgroups.looked_at():
+        setter = by_path.get((counters.version, counters.effective_limit_cgroup or ""))
+        budget = setter or counters
+        budgets[(budget.version, budget.cgroup)] = budget
+    return list(budgets.values())
 
 
 def cgroup_pressure(cgroups: CgroupFacts, thresholds: MemoryThresholds) -> list[Finding]:
