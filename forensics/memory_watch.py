@@ -102,7 +102,7 @@ def watch_command(
     """
     every_s = _interval(every)
     total_s = parse_duration(duration, "--for") if duration is not None else None
-    count = None if total_s is None else int(total_s // every_s) + 1
+    count = None if total_s is None else _intervals(total_s, every_s) + 1
     parsed = _target(
         target, port, user, identity, ssh_config, known_hosts, accept_new_host_key,
         connect_timeout,
@@ -222,7 +222,7 @@ def wait_command(
         connect_timeout,
     )  # fmt: skip
     nonce = secrets.token_hex(8)
-    count = int(timeout_s // every_s) + 2
+    count = _intervals(timeout_s, every_s) + 2
     started = time.monotonic()
     with LineStream(parsed, sampler_script(nonce, every_s, count, cgroup)) as stream:
         status = _wait(stream, nonce, conditions, started, timeout_s, parsed)
@@ -343,6 +343,11 @@ def _with_rates(
             "cgroup": sampled.path if sampled else None,
         }
     )
+
+
+def _intervals(total_s: float, every_s: float) -> int:
+    """Whole intervals in ``total_s``, so that 0.6 s at 0.2 s is 3, not 2.9999 -> 2."""
+    return int(total_s / every_s + 1e-6)
 
 
 def _rounded(rate: float | None) -> float | None:
