@@ -624,7 +624,7 @@ def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
         text = maximum.content.strip()
         counters.unlimited = text == "max"
         counters.limit_bytes = _int(text) if not counters.unlimited else None
-        counters.evidence["limit"] = _file_ref(maximum, 0)
+        counters.evidence["limit"] = _single_ref(maximum, f"{counters.path}/memory.max")
     stat = files.get("memory.stat")
     if stat:
         counters.stat = _stat(stat)
@@ -784,7 +784,7 @@ def _single(
     dumped = files.get(name)
     value = _number(dumped)
     if dumped is not None and value is not None:
-        counters.evidence[evidence] = _file_ref(dumped, 0)
+        counters.evidence[evidence] = _single_ref(dumped, f"{counters.path}/{name}")
     return value
 
 
@@ -797,6 +797,19 @@ def _file_ref(dumped: DumpedFile, index: int, last_index: int | None = None) -> 
         first_line=dumped.line_of(index),
         last_line=dumped.line_of(last),
         excerpt="\n".join(lines[index : last + 1])[:300],
+    )
+
+
+def _single_ref(dumped: DumpedFile, path: str) -> EvidenceRef:
+    """A one-value file, cited with the ``==> path <==`` line above it: a bare number
+    does not say what it is."""
+    header = dumped.first_line - 1
+    value = (dumped.content.splitlines() or [""])[0]
+    return EvidenceRef(
+        section=SECTION,
+        first_line=max(header, 1),
+        last_line=dumped.first_line,
+        excerpt=f"==> {path} <==\n{value}" if header >= 1 else value,
     )
 
 

@@ -259,7 +259,7 @@ def test_v2_host_whose_limit_sits_on_an_ancestor(
     pressure = {
         f["subject"]["scope"]: f["severity"] for f in findings(report, "memory.pressure_high")
     }
-    assert pressure == {"host": "warning", f"/{ctr}": "warning"}
+    assert pressure == {"the host": "warning", f"/{ctr}": "warning"}
     [available] = findings(report, "memory.available_low")
     assert available["severity"] == "critical"
     assert available["subject"]["available_gib"] == 60.0
@@ -342,7 +342,9 @@ def test_captured_hybrid_section_parses_to_the_files_it_holds() -> None:
     root = facts.cgroups[0]
     assert (root.cgroup, root.roles[0], root.unlimited) == ("/", "root", True)
     assert root.stat["total_inactive_file"] == root.inactive_file_bytes
-    assert root.evidence["usage"].excerpt == str(root.usage_bytes)
+    usage = root.evidence["usage"]
+    assert usage.excerpt == f"==> {cgroup.V1_ROOT}/memory.usage_in_bytes <==\n{root.usage_bytes}"
+    assert text.split("\n")[usage.first_line - 1 : usage.last_line] == usage.excerpt.split("\n")
     assert facts.vmstat_oom_kill is not None
 
 

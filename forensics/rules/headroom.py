@@ -36,13 +36,9 @@ def memory_headroom(facts: Facts, context: RuleContext) -> list[Finding]:
             where = "the host (/proc/pressure/memory; host-wide even inside a container)"
             evidence = facts.memory.evidence.get("pressure")
             finding = _pressure_finding(
-                facts.memory.pressure,
-                where,
-                "host",
-                evidence,
-                thresholds,
+                facts.memory.pressure, where, "the host", evidence, thresholds,
                 "cat /proc/pressure/memory",
-            )
+            )  # fmt: skip
             findings += [finding] if finding else []
     return findings
 
