@@ -16,7 +16,7 @@ import paramiko
 from fabric import Connection
 
 from forensics.errors import CollectionError
-from forensics.models import HostKeySeen, Target
+from forensics.models import Target
 from forensics.transport import READ_CHUNK, connect, shell_command
 
 STDERR_KEPT = 4096
@@ -32,7 +32,6 @@ class LineStream:
     def __init__(self, target: Target, script: str) -> None:
         self.target = target
         self.script = script
-        self.host_key: HostKeySeen | None = None
         self._buffer = b""
         self._stderr = b""
         self._process: subprocess.Popen[bytes] | None = None
@@ -49,7 +48,7 @@ class LineStream:
                 start_new_session=True,
             )
         else:
-            self._connection, self.host_key = connect(self.target)
+            self._connection, _ = connect(self.target)
             transport = self._connection.transport
             assert transport is not None
             self._channel = transport.open_session()

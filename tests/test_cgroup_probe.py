@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from forensics.facts import Facts
 from forensics.models import CollectOptions, SectionResult
-from forensics.probe import Captured
+from forensics.probe import Captured, RuleContext
+from forensics.rules.headroom import memory_headroom
 from probes import cgroup
 from tests.cgroup_scenario import Holder, memory_cgroup, scenario_command, v1_memory_writable
 from tests.cgroup_scenario import write_tree as write_files
@@ -357,15 +360,18 @@ LINES = st.sampled_from(
         "==> /sys/fs/cgroup/memory/memory.stat <==", "==> /sys/fs/cgroup/a/memory.pressure <==",
         "max", "9223372036854771712", "-5", "inactive_file 9", "total_inactive_file x",
         "kernel 10", "pagetables 99999999999", "some avg10=nan avg60=1 avg300=1 total=1",
-        "full avg10=1.0 avg60=1 avg300=1 total=1", "oom_kill 1", "", "\x00",
+        "full avg10=1.0 avg60=1 avg300=1 total=1", "oom_kill 1", "0", "", "\x00",
+        "hierarchical_memory_limit 0", "==> /sys/fs/cgroup/memory/memory.usage_in_bytes <==",
     ]
 )  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(LINES, st.text(max_size=40)), max_size=40))
-def test_parser_never_raises_on_any_section(lines: list[str]) -> None:
-    facts = cgroup.parse({"cgroup": _captured("\n".join(lines))}, CollectOptions(focus="x"))
+def test_parser_and_rules_never_raise_on_any_section(lines: list[str]) -> None:
+    options = CollectOptions(focus="x")
+    facts = cgroup.parse({"cgroup": _captured("\n".join(lines))}, options)
     facts.counted_oom_kills()
-    for counters_ in facts.cgroups:
-        facts.path_to_root(counters_)
+    context = RuleContext(options=options, sections={}, collected_at=datetime.now(UTC))
+    for finding in memory_headroom(Facts(cgroup=facts), context):
+        assert finding.evidence, finding.id

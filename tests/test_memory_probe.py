@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from forensics.facts import Facts
 from forensics.models import CollectOptions, SectionResult
 from forensics.pressure import parse_pressure
-from forensics.probe import Captured
+from forensics.probe import Captured, RuleContext
+from forensics.rules.headroom import memory_headroom
 from probes import memory
 from tests.conftest import run_cli
 
@@ -84,7 +87,11 @@ MEMORY_LINES = st.sampled_from(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(MEMORY_LINES, st.text(max_size=30)), max_size=30))
-def test_parsers_never_raise(lines: list[str]) -> None:
+def test_parsers_and_rules_never_raise(lines: list[str]) -> None:
     text = "\n".join(lines)
-    memory.parse({"memory": _captured(text)}, CollectOptions())
+    options = CollectOptions()
+    facts = memory.parse({"memory": _captured(text)}, options)
     parse_pressure(text)
+    context = RuleContext(options=options, sections={}, collected_at=datetime.now(UTC))
+    for finding in memory_headroom(Facts(memory=facts), context):
+        assert finding.evidence, finding.id

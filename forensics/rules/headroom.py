@@ -64,11 +64,10 @@ def near_limit(cgroups: CgroupFacts, thresholds: MemoryThresholds) -> list[Findi
 def _limit_to_judge(cgroups: CgroupFacts, counters: CgroupCounters) -> tuple[int, str] | None:
     """This cgroup's own limit, or, at the top of what we see, a limit that v1's
     hierarchical_memory_limit reveals on an ancestor we cannot see."""
-    if counters.limit_bytes is not None:
+    if counters.limit_bytes:
         return counters.limit_bytes, counters.cgroup
     top_of_view = len(cgroups.path_to_root(counters)) == 1
-    if counters.effective_limit_above_view and top_of_view:
-        assert counters.effective_limit_bytes is not None
+    if counters.effective_limit_above_view and top_of_view and counters.effective_limit_bytes:
         return counters.effective_limit_bytes, "an ancestor outside this view"
     return None
 
