@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from forensics import __version__, bundle, report_command
+from forensics import __version__, bundle, memory_watch, report_command
 from forensics.analysis import analyze
 from forensics.collect import collect
 from forensics.errors import (
@@ -25,6 +25,7 @@ from forensics.host_report import HostReport
 from forensics.log_options import log_options
 from forensics.models import CollectOptions, Severity
 from forensics.targets import parse_target
+from forensics.thresholds import parse_thresholds
 from reports import Format, render_host
 
 EXIT_CODES_HELP = """
@@ -139,6 +140,13 @@ def collect_command(
     fail_on: Annotated[
         str, typer.Option(help="Exit 1 when a finding is at least: warning, critical, never.")
     ] = "critical",
+    memory_threshold: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--threshold",
+            help="Memory finding threshold NAME=VALUE, e.g. near_limit_warning_percent=85.",
+        ),
+    ] = None,
 ) -> None:
     """Collect one host into an evidence bundle and print what it shows.
 
@@ -169,7 +177,12 @@ def collect_command(
         raise UsageError("--snapshot-gap must be between 0 and 60 seconds")
     _check_regex(focus)
     options = log_options(
-        CollectOptions(focus=focus, probes=tuple(probe or ()), snapshot_gap_s=snapshot_gap),
+        CollectOptions(
+            focus=focus,
+            probes=tuple(probe or ()),
+            snapshot_gap_s=snapshot_gap,
+            memory_thresholds=parse_thresholds(memory_threshold or []),
+        ),
         log or [],
         expect_log or [],
         log_lines,
@@ -198,6 +211,8 @@ def analyze_command(
 
 
 app.command("report")(report_command.report_command)
+app.command("watch")(memory_watch.watch_command)
+app.command("wait")(memory_watch.wait_command)
 
 
 @app.command("schema")

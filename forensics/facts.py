@@ -9,6 +9,7 @@ from probes.disk import DiskFacts
 from probes.gpu import GpuFacts
 from probes.kernel_log import KernelLogFacts
 from probes.logs import LogsFacts
+from probes.memory import MemoryFacts
 from probes.processes import ProcessesFacts
 from probes.system import SystemFacts
 
@@ -23,3 +24,4 @@ class Facts(BaseModel):
     logs: LogsFacts | None = None
     gpu: GpuFacts | None = None
     processes: ProcessesFacts | None = None
+    memory: MemoryFacts | None = None

@@ -56,6 +56,22 @@ class Target(Frozen):
         return self.host is None
 
 
+class MemoryThresholds(Frozen):
+    """When memory findings fire; ``--threshold NAME=VALUE`` on ``collect`` overrides one."""
+
+    near_limit_warning_percent: float = Field(default=90, gt=0, le=100)
+    near_limit_critical_percent: float = Field(default=97, gt=0, le=100)
+    kernel_memory_gib: float = Field(default=4, gt=0, description="Kernel memory of a cgroup.")
+    kernel_memory_percent: float = Field(default=20, gt=0, le=100, description="Of its usage.")
+    pressure_some_avg10: float = Field(default=20, gt=0, le=100, description="PSI %, warning.")
+    pressure_full_avg10: float = Field(default=5, gt=0, le=100, description="PSI %, warning.")
+    pressure_full_critical_avg10: float = Field(default=20, gt=0, le=100)
+    available_warning_percent: float = Field(default=10, gt=0, le=100, description="Of MemTotal.")
+    available_critical_percent: float = Field(default=5, gt=0, le=100)
+    locked_percent: float = Field(default=10, gt=0, le=100, description="Of MemTotal, info.")
+    locked_warning_percent: float = Field(default=25, gt=0, le=100)
+
+
 class CollectOptions(Frozen):
     """What the operator asked the probes to look at; probes read it to shape their sections."""
 
@@ -76,6 +92,7 @@ class CollectOptions(Frozen):
     snapshot_gap_s: float = Field(
         default=2.0, ge=0, le=60, description="Seconds between the two process-table snapshots."
     )
+    memory_thresholds: MemoryThresholds = Field(default_factory=MemoryThresholds)
 
 
 class SectionSpec(Frozen):

@@ -108,7 +108,12 @@ def _local_user() -> str | None:
 
 def remote_command(script: Script) -> str:
     """The exec command: decodes the script and hands it to /bin/sh, in any login shell."""
-    encoded = base64.b64encode(script.text.encode()).decode()
+    return shell_command(script.text)
+
+
+def shell_command(text: str) -> str:
+    """An exec command that runs POSIX sh ``text`` whatever the login shell is."""
+    encoded = base64.b64encode(text.encode()).decode()
     command = f"echo {encoded}|base64 -d|/bin/sh"
     if len(command) > MAX_COMMAND_BYTES:
         raise UsageError(
@@ -193,8 +198,10 @@ def _connection(target: Target) -> Connection:
     )
 
 
-def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
-    command = remote_command(script)
+def connect(target: Target) -> tuple[Connection, HostKeySeen]:
+    """Open ONE SSH connection to ``target`` under our host-key policy, or raise the
+    exception the operator can act on (unreachable, auth refused, host key rejected).
+    The caller closes the connection."""
     connection = _connection(target)
     known_hosts = Path(target.known_hosts or Path.home() / ".ssh" / "known_hosts").expanduser()
     policy = _HostKeyPolicy(known_hosts, target.accept_new_host_key)
@@ -229,15 +236,23 @@ def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
         ) from error
     except (OSError, paramiko.SSHException, EOFError) as error:
         raise Unreachable(f"{where}: cannot connect: {_reason(error)}") from error
+    transport = connection.transport
+    assert transport is not None
+    key = transport.get_remote_server_key()
+    host_key = HostKeySeen(
+        key_type=key.get_name(),
+        sha256_fingerprint=fingerprint(key),
+        trust="accepted_new" if policy.accepted else "known_hosts",
+    )
+    return connection, host_key
+
+
+def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
+    command = remote_command(script)
+    connection, host_key = connect(target)
     try:
         transport = connection.transport
         assert transport is not None
-        key = transport.get_remote_server_key()
-        host_key = HostKeySeen(
-            key_type=key.get_name(),
-            sha256_fingerprint=fingerprint(key),
-            trust="accepted_new" if policy.accepted else "known_hosts",
-        )
         outcome = _exec(transport, command, deadline)
         outcome.host_key = host_key
         outcome.user = connection.user

@@ -4,11 +4,12 @@ that a deadline late in the run loses the least."""
 from typing import Any
 
 from forensics.probe import Probe
-from probes import cgroup, disk, gpu, kernel_log, logs, processes, system
+from probes import cgroup, disk, gpu, kernel_log, logs, memory, processes, system
 
 PROBES: tuple[Probe[Any], ...] = (
     system.PROBE,
     cgroup.PROBE,
+    memory.PROBE,
     disk.PROBE,
     logs.PROBE,
     kernel_log.PROBE,

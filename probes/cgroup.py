@@ -1,22 +1,37 @@
-"""cgroup: which memory cgroups this host or container lives in, and what they counted.
+"""cgroup: which memory cgroups this host or container lives in, what they allow and use,
+and what they counted.
 
-Runs on the host (one section; builtins to find the cgroups, one ``head`` for all files)::
+Runs on the host (one section; shell builtins find the cgroups and walk their ancestors,
+one ``head`` reads every file; ``--focus`` adds one ``head | tr | grep`` over /proc)::
 
-    pid1 v1 /docker/3f2a
-    pid1 v2 /
-    self v1 /docker/3f2a
-    self v2 /
+    mount / /sys/fs/cgroup tmpfs tmpfs rw,mode=755
+    mount / /sys/fs/cgroup/memory cgroup cgroup rw,memory
+    pid1 v1 /
+    self v1 /job
+    focus_name 4242 cuzk
+    focus 4242 v1 /job
     vmstat_oom_kill 3
+    want 1 root /
+    want 1 self /job
+    want 1 focus /job
+    dir 1 /
+    dir 1 /job
     ==> /sys/fs/cgroup/memory/memory.oom_control <==
     oom_kill_disable 0
-    under_oom 0
-    oom_kill 1
-    ==> /sys/fs/cgroup/memory/memory.failcnt <==
-    92
+    ...
+    ==> /sys/fs/cgroup/memory/job/memory.limit_in_bytes <==
+    367219703808
+    ==> /sys/fs/cgroup/memory/job/memory.usage_in_bytes <==
+    366145961984
+    ...
 
-and returns ``CgroupFacts(layout='v1', cgroups=[CgroupCounters(path=
-'/sys/fs/cgroup/memory', cgroup='/', version=1, roles=['root'], oom_kill=1, failcnt=92,
-...)], vmstat_oom_kill=3)``.
+``want`` lines name the cgroups looked at and why (paths relative to the mount, after
+removing the mount's own root, as Docker on v1 mounts the container's cgroup at the mount
+point); ``dir`` lines list every directory dumped, in dump order: the wanted cgroups and
+every visible ancestor, since the limit that bites may sit on an ancestor. This returns
+``CgroupFacts(layout='v1', cgroups=[CgroupCounters(cgroup='/', roles=['root'], ...),
+CgroupCounters(cgroup='/job', roles=['self', 'focus'], limit_bytes=367219703808,
+effective_limit_cgroup='/job', working_set_bytes=..., ...)], ...)``.
 
 The v1 ``oom_kill`` counter is per cgroup and does not climb the hierarchy; v2
 ``memory.events`` is hierarchical and ``memory.events.local`` is not. ``/proc/vmstat``
@@ -31,16 +46,22 @@ from pydantic import BaseModel, Field
 
 from forensics.file_dump import DumpedFile, dumped_files
 from forensics.models import CollectOptions, EvidenceRef, SectionSpec
+from forensics.pressure import Pressure, parse_pressure
 from forensics.probe import Captures, Probe, unavailable_reason
+from forensics.script import shell_quote
 
 SECTION = "cgroup"
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
+UNIFIED_CONTROLLERS = "/sys/fs/cgroup/unified/cgroup.controllers"
 V1_FILES = (
     "memory.oom_control",
     "memory.failcnt",
     "memory.limit_in_bytes",
     "memory.usage_in_bytes",
+    "memory.max_usage_in_bytes",
+    "memory.stat",
+    "memory.kmem.usage_in_bytes",
 )
 V2_FILES = (
     "cgroup.controllers",
@@ -48,39 +69,142 @@ V2_FILES = (
     "memory.events.local",
     "memory.max",
     "memory.current",
+    "memory.high",
+    "memory.peak",
+    "memory.stat",
+    "memory.pressure",
+    "memory.swap.current",
+    "memory.swap.max",
 )
+# A directory is dumped only when this file is there: every v1 memory cgroup has it, and
+# every v2 cgroup has cgroup.controllers; this spares head an error line per missing file.
+V1_MARKER = "memory.usage_in_bytes"
+V2_MARKER = "cgroup.controllers"
 # v1 "unlimited" is PAGE_COUNTER_MAX pages rounded to the page size (9223372036854771712 with
 # 4 KiB pages); anything this large is no limit at all.
 UNLIMITED_AT = 1 << 62
+FOCUS_PIDS_MAX = 8
+FOCUS_BYTES_PER_FILE = 4096
+ROLES = ("root", "pid1", "self", "focus")
+# v2 memory.stat keys that are kernel memory; `kernel` (5.18+) already holds all but sock.
+KERNEL_PARTS = (
+    "kernel_stack",
+    "pagetables",
+    "sec_pagetables",
+    "percpu",
+    "vmalloc",
+    "slab_unreclaimable",
+    "slab_reclaimable",
+    "sock",
+)
+_INSIDE_KERNEL_KEY = ("kernel_stack", "pagetables", "percpu", "vmalloc", "slab_unreclaimable",
+                      "slab_reclaimable")  # fmt: skip
 
-SHELL = f"""\
+_PRELUDE = f"""\
 _cg() {{
+  _v1=; _v2=
+  [ -r "$1" ] || return 0
   while IFS=: read -r _ c p; do
     case ",$c," in
-      *,memory,*) echo "$2 v1 $p"; eval "_${{2}}_v1=\\$p" ;;
-      ,,) echo "$2 v2 $p"; eval "_${{2}}_v2=\\$p" ;;
+      *,memory,*) echo "$2 v1 $p"; _v1=$p ;;
+      ,,) echo "$2 v2 $p"; _v2=$p ;;
     esac
   done <"$1"
 }}
-_pid1_v1=; _pid1_v2=; _self_v1=; _self_v2=
-_cg /proc/1/cgroup pid1
-_cg /proc/self/cgroup self
-while read -r k v; do if [ "$k" = oom_kill ]; then echo "vmstat_oom_kill $v"; fi; done </proc/vmstat
-_files=; _seen=
-_dir() {{
-  case "$_seen" in *"|$1|"*) return ;; esac
-  _seen="$_seen|$1|"
-  for f in $2; do _files="$_files
-$1/$f"; done
+_rel() {{
+  _p=$2
+  if [ "$1" != / ]; then
+    case $2 in "$1") _p=/ ;; "$1"/*) _p=${{2#"$1"}} ;; esac
+  fi
 }}
-_dir {V1_ROOT} "{" ".join(V1_FILES)}"
-_dir {V2_ROOT} "{" ".join(V2_FILES)}"
-for _p in "$_pid1_v1" "$_self_v1"; do
-  case $_p in /?*) _dir "{V1_ROOT}$_p" "{" ".join(V1_FILES)}" ;; esac
-done
-for _p in "$_pid1_v2" "$_self_v2"; do
-  case $_p in /?*) _dir "{V2_ROOT}$_p" "{" ".join(V2_FILES)}" ;; esac
-done
+_files='{UNIFIED_CONTROLLERS}'; _seen=
+_dir() {{
+  case "$_seen" in *"|$1$2|"*) return 0 ;; esac
+  _seen="$_seen|$1$2|"
+  if [ "$1" = 1 ]; then _d={V1_ROOT}; _fl="{" ".join(V1_FILES)}"; _mk={V1_MARKER}
+  else _d={V2_ROOT}; _fl="{" ".join(V2_FILES)}"; _mk={V2_MARKER}
+  fi
+  [ "$2" = / ] || _d="$_d$2"
+  [ -e "$_d/$_mk" ] || return 0
+  echo "dir $1 $2"
+  for f in $_fl; do _files="$_files
+$_d/$f"; done
+}}
+_want() {{
+  case $3 in /*) ;; *) return 0 ;; esac
+  echo "want $1 $2 $3"
+  _a=$3
+  while :; do
+    _dir "$1" "$_a"
+    case $_a in /) break ;; esac
+    _a=${{_a%/*}}; [ -n "$_a" ] || _a=/
+  done
+}}
+_both() {{
+  if [ -n "$_v1" ]; then _rel "$_r1" "$_v1"; _want 1 "$1" "$_p"; fi
+  if [ -n "$_v2" ]; then _rel "$_r2" "$_v2"; _want 2 "$1" "$_p"; fi
+}}
+_r1=/; _r2=/
+if [ -r /proc/self/mountinfo ]; then
+  while read -r _ _ _ _root _mp _ _rest; do
+    case $_mp in /sys/fs/cgroup|/sys/fs/cgroup/*) ;; *) continue ;; esac
+    _fs=${{_rest#*- }}
+    echo "mount $_root $_mp $_fs"
+    case $_mp in
+      {V1_ROOT}) _r1=$_root ;;
+      {V2_ROOT}) case $_fs in cgroup2\\ *) _r2=$_root ;; esac ;;
+    esac
+  done </proc/self/mountinfo
+fi
+if [ -r /proc/vmstat ]; then
+  while read -r k v; do
+    if [ "$k" = oom_kill ]; then echo "vmstat_oom_kill $v"; fi
+  done </proc/vmstat
+fi
+"""
+
+# Processes of our own session (this script, its grep, the login shell) and the collector
+# that started the session (the local CLI) are left out: their command lines hold the regex.
+_FOCUS = f"""\
+read -r _st </proc/$$/stat; _st=${{_st##*) }}; set -- $_st; _sid=$4; _collector=
+if [ -r "/proc/$_sid/stat" ]; then
+  read -r _st <"/proc/$_sid/stat"; _st=${{_st##*) }}; set -- $_st; _collector=$2
+fi
+_focus=$(head -v -c {FOCUS_BYTES_PER_FILE} /proc/[0-9]*/comm /proc/[0-9]*/cmdline 2>/dev/null \\
+  | tr '\\000' ' ' \\
+  | grep -E -e '^==> /proc/[0-9]+/(comm|cmdline) <==$' -e @PATTERN@ 2>&1 \\
+  | {{ _h=; _n=0; _got=' '
+      while IFS= read -r _l; do
+        case $_l in
+          "==> /proc/"*"/comm <=="|"==> /proc/"*"/cmdline <==")
+            _h=${{_l#==> /proc/}}; _h=${{_h%%/*}}; continue ;;
+        esac
+        if [ -z "$_h" ]; then echo "focus_error $_l"; continue; fi
+        case $_got in *" $_h "*) continue ;; esac
+        _got="$_got$_h "
+        [ -r "/proc/$_h/stat" ] || continue
+        read -r _st <"/proc/$_h/stat"; _st=${{_st##*) }}; set -- $_st
+        if [ "$4" = "$_sid" ] || [ "$_h" = "$_collector" ]; then continue; fi
+        _n=$((_n + 1))
+        if [ "$_n" -le {FOCUS_PIDS_MAX} ]; then echo "focus_pid $_h"
+        elif [ "$_n" -eq {FOCUS_PIDS_MAX + 1} ]; then echo focus_more
+        fi
+      done; }})
+while IFS= read -r _l; do
+  case $_l in
+    "focus_pid "*)
+      _fp=${{_l#focus_pid }}; _c=
+      if [ -r "/proc/$_fp/comm" ]; then read -r _c <"/proc/$_fp/comm"; fi
+      echo "focus_name $_fp $_c"
+      _cg "/proc/$_fp/cgroup" "focus $_fp"; _both focus ;;
+    ?*) echo "$_l" ;;
+  esac
+done <<_FX_FOCUS_
+$_focus
+_FX_FOCUS_
+"""
+
+_DUMP = """\
 IFS='
 '
 set -f
@@ -88,33 +212,141 @@ head -v -c 65536 $_files
 """
 
 
+def shell(options: CollectOptions) -> str:
+    """The section's shell text; ``--focus`` adds the process search."""
+    roots = "_want 1 root /\n_want 2 root /\n"
+    mine = "_cg /proc/1/cgroup pid1; _both pid1\n_cg /proc/self/cgroup self; _both self\n"
+    focus = _FOCUS.replace("@PATTERN@", shell_quote(options.focus)) if options.focus else ""
+    return _PRELUDE + roots + mine + focus + _DUMP
+
+
+class CgroupMount(BaseModel):
+    """One line of /proc/self/mountinfo at or under /sys/fs/cgroup."""
+
+    root: str = Field(description="Which cgroup of the hierarchy appears at the mount point.")
+    mount_point: str
+    fstype: str
+    source: str = ""
+    options: str = Field(default="", description="Super options, e.g. rw,memory.")
+
+
+class FocusProcess(BaseModel):
+    """A host process that matched ``--focus``, and where it sits."""
+
+    pid: int
+    name: str | None = None
+    cgroup_v1: str | None = None
+    cgroup_v2: str | None = None
+
+
 class CgroupCounters(BaseModel):
-    """One memory cgroup's OOM counters and its limit, as visible from where we ran."""
+    """One memory cgroup: OOM counters, limit, usage and what the usage is made of."""
 
     path: str = Field(description="Directory on the host, e.g. /sys/fs/cgroup/memory/docker/ab.")
     cgroup: str = Field(description="Path in the hierarchy; '/' is the root of what we see.")
     version: Literal[1, 2]
-    roles: list[str] = Field(description="root, pid1 and/or self: why we looked at it.")
+    roles: list[str] = Field(
+        description="root, pid1, self and/or focus: why we looked at it; 'ancestor' when it "
+        "was read only because it is a parent of one of those."
+    )
     oom: int | None = Field(default=None, description="v2 memory.events oom.")
     oom_kill: int | None = Field(default=None, description="v2 memory.events / v1 oom_control.")
     oom_kill_local: int | None = Field(default=None, description="v2 memory.events.local.")
     oom_group_kill: int | None = None
     max_events: int | None = Field(default=None, description="v2 memory.events max.")
+    high_events: int | None = Field(default=None, description="v2 memory.events high.")
     under_oom: bool | None = Field(default=None, description="v1 oom_control under_oom.")
     failcnt: int | None = Field(default=None, description="v1 memory.failcnt.")
     limit_bytes: int | None = Field(default=None, description="None when unlimited or unseen.")
     unlimited: bool | None = None
     usage_bytes: int | None = None
     oom_kill_evidence: EvidenceRef | None = None
+    high_bytes: int | None = Field(default=None, description="v2 memory.high; None for max.")
+    peak_bytes: int | None = Field(
+        default=None, description="v2 memory.peak, v1 memory.max_usage_in_bytes."
+    )
+    swap_bytes: int | None = Field(default=None, description="v2 memory.swap.current.")
+    swap_limit_bytes: int | None = Field(default=None, description="v2 memory.swap.max.")
+    stat: dict[str, int] = Field(default_factory=dict, description="memory.stat as read.")
+    inactive_file_bytes: int | None = Field(
+        default=None, description="v2 inactive_file, v1 total_inactive_file: reclaimable cache."
+    )
+    working_set_bytes: int | None = Field(
+        default=None,
+        description="Usage minus inactive file cache (what docker stats shows); what the "
+        "limit really has to hold.",
+    )
+    kernel_bytes: int | None = Field(
+        default=None,
+        description="v2 memory.stat kernel + sock (or the sum of its parts on old kernels); "
+        "v1 memory.kmem.usage_in_bytes.",
+    )
+    kernel_parts: dict[str, int] = Field(
+        default_factory=dict, description="v2 only; other_kernel = kernel minus named parts."
+    )
+    hierarchical_limit_bytes: int | None = Field(
+        default=None,
+        description="v1 memory.stat hierarchical_memory_limit: the smallest limit on the "
+        "path, ancestors we cannot see included. None when unlimited.",
+    )
+    pressure: Pressure | None = Field(default=None, description="v2 memory.pressure.")
+    effective_limit_bytes: int | None = Field(
+        default=None, description="The smallest limit on the path to the root of what we see."
+    )
+    effective_limit_cgroup: str | None = Field(
+        default=None,
+        description="Which cgroup sets the effective limit; None when it is set above what "
+        "we can see (v1 hierarchical_memory_limit) or there is none.",
+    )
+    missing_files: list[str] = Field(
+        default_factory=list, description="Expected files not visible in this directory."
+    )
+    evidence: dict[str, EvidenceRef] = Field(
+        default_factory=dict, description="Where usage, limit, kernel, pressure... were read."
+    )
+
+    @property
+    def effective_limit_above_view(self) -> bool:
+        return self.effective_limit_bytes is not None and self.effective_limit_cgroup is None
 
 
 class CgroupFacts(BaseModel):
-    layout: Literal["v1", "v2", "hybrid", "none"] | None = None
+    layout: Literal["v1", "v2", "hybrid", "none"] | None = Field(
+        default=None,
+        description="From the files present: v1 memory files, a v2 root (cgroup.controllers) "
+        "or both (hybrid: v1 controllers beside a cgroup2 mount).",
+    )
+    memory_controller: Literal["v1", "v2"] | None = Field(
+        default=None, description="Which hierarchy accounts memory."
+    )
+    layout_evidence: list[str] = Field(default_factory=list)
+    mount_layout: Literal["v1", "v2", "hybrid", "none"] | None = Field(
+        default=None, description="What /proc/self/mountinfo claims; the files win."
+    )
+    layout_disagreements: list[str] = Field(
+        default_factory=list,
+        description="Where the mount table or /proc/self/cgroup disagree with the files "
+        "(sandboxes, LXCFS, bind-mounted views).",
+    )
+    mounts: list[CgroupMount] = Field(default_factory=list)
+    v2_controllers: list[str] | None = Field(
+        default=None, description="cgroup.controllers of the v2 root we see."
+    )
     pid1_cgroup_v1: str | None = None
     pid1_cgroup_v2: str | None = None
     self_cgroup_v1: str | None = None
     self_cgroup_v2: str | None = None
+    focus_pattern: str | None = None
+    focus_processes: list[FocusProcess] = Field(default_factory=list)
+    focus_more: bool = Field(
+        default=False, description=f"More than {FOCUS_PIDS_MAX} processes matched; rest unread."
+    )
+    focus_error: str | None = Field(default=None, description="grep's complaint, if any.")
     cgroups: list[CgroupCounters] = Field(default_factory=list)
+    not_visible: list[str] = Field(
+        default_factory=list,
+        description="Cgroups named in /proc/PID/cgroup whose files are not visible here.",
+    )
     vmstat_oom_kill: int | None = Field(
         default=None, description="Kernel-wide OOM kills since boot (/proc/vmstat)."
     )
@@ -122,13 +354,65 @@ class CgroupFacts(BaseModel):
     unavailable: str | None = None
 
     def counted_oom_kills(self) -> int | None:
-        """OOM kills counted by the cgroups we could read (their largest counter), or None."""
-        counts = [c.oom_kill for c in self.cgroups if c.oom_kill is not None]
+        """OOM kills counted by the cgroups we looked at (their largest counter), or None.
+
+        Ancestors read only to find limits are left out: a v2 ancestor's hierarchical
+        counter also counts its other children's kills.
+        """
+        counts = [c.oom_kill for c in self.cgroups if c.oom_kill is not None and _looked_at(c)]
         return max(counts) if counts else None
+
+    def path_to_root(self, counters: CgroupCounters) -> list[CgroupCounters]:
+        """``counters`` and its visible ancestors, nearest first."""
+        by_cgroup = {c.cgroup: c for c in self.cgroups if c.version == counters.version}
+        chain = [counters]
+        cgroup = counters.cgroup
+        while cgroup != "/":
+            cgroup = cgroup.rsplit("/", 1)[0] or "/"
+            if cgroup in by_cgroup:
+                chain.append(by_cgroup[cgroup])
+        return chain
+
+    def focus_in(self, counters: CgroupCounters) -> list[FocusProcess]:
+        """The focus processes whose memory cgroup is ``counters``."""
+        mount_point = V1_ROOT if counters.version == 1 else V2_ROOT
+        roots = [m.root for m in self.mounts if m.mount_point == mount_point]
+        root = roots[-1] if roots else "/"
+        found = []
+        for process in self.focus_processes:
+            path = process.cgroup_v1 if counters.version == 1 else process.cgroup_v2
+            if path is not None and relative_to_mount(root, path) == counters.cgroup:
+                found.append(process)
+        return found
+
+    def looked_at(self) -> list[CgroupCounters]:
+        """The cgroups of the root, PID 1, this session and the focus processes."""
+        return [c for c in self.cgroups if _looked_at(c)]
+
+
+def relative_to_mount(root: str, path: str) -> str:
+    """A /proc/PID/cgroup path as seen under a mount of the hierarchy at ``root``.
+
+    Docker on v1 mounts the container's own cgroup (``/docker/ab``) at the mount point.
+
+    >>> relative_to_mount("/docker/ab", "/docker/ab/job"), relative_to_mount("/", "/job")
+    ('/job', '/job')
+    >>> relative_to_mount("/docker/ab", "/docker/ab")
+    '/'
+    """
+    if root == "/" or root == "":
+        return path
+    if path == root:
+        return "/"
+    return path[len(root) :] if path.startswith(root + "/") else path
+
+
+def _looked_at(counters: CgroupCounters) -> bool:
+    return any(role in ROLES for role in counters.roles)
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
-    return [SectionSpec(name=SECTION, shell=SHELL, timeout_s=10, max_bytes=512 * 1024)]
+    return [SectionSpec(name=SECTION, shell=shell(options), timeout_s=10, max_bytes=512 * 1024)]
 
 
 def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
@@ -137,13 +421,17 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     >>> from forensics.probe import Captured
     >>> from forensics.models import SectionResult
     >>> text = (
-    ...     "pid1 v1 /\\npid1 v2 /\\nself v1 /job\\nvmstat_oom_kill 2\\n"
+    ...     "pid1 v1 /\\nself v1 /job\\nvmstat_oom_kill 2\\n"
+    ...     "want 1 root /\\nwant 1 pid1 /\\nwant 1 self /job\\ndir 1 /\\ndir 1 /job\\n"
     ...     "==> /sys/fs/cgroup/memory/memory.oom_control <==\\n"
     ...     "oom_kill_disable 0\\nunder_oom 0\\noom_kill 0\\n\\n"
     ...     "==> /sys/fs/cgroup/memory/memory.limit_in_bytes <==\\n9223372036854771712\\n\\n"
     ...     "==> /sys/fs/cgroup/memory/job/memory.oom_control <==\\n"
     ...     "oom_kill_disable 0\\nunder_oom 0\\noom_kill 2\\n\\n"
-    ...     "==> /sys/fs/cgroup/memory/job/memory.limit_in_bytes <==\\n67108864\\n"
+    ...     "==> /sys/fs/cgroup/memory/job/memory.limit_in_bytes <==\\n1073741824\\n\\n"
+    ...     "==> /sys/fs/cgroup/memory/job/memory.usage_in_bytes <==\\n1048576000\\n\\n"
+    ...     "==> /sys/fs/cgroup/memory/job/memory.stat <==\\n"
+    ...     "total_inactive_file 20971520\\nhierarchical_memory_limit 1073741824\\n"
     ... )
     >>> result = SectionResult(name="cgroup", command="", exit_status=0, duration_s=0.1,
     ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
@@ -151,62 +439,117 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     >>> facts.layout, facts.vmstat_oom_kill, facts.counted_oom_kills()
     ('v1', 2, 2)
     >>> [(c.cgroup, c.roles, c.oom_kill, c.limit_bytes, c.unlimited) for c in facts.cgroups]
-    [('/', ['root', 'pid1'], 0, None, True), ('/job', ['self'], 2, 67108864, False)]
-    >>> facts.cgroups[1].oom_kill_evidence.first_line
-    16
+    [('/', ['root', 'pid1'], 0, None, True), ('/job', ['self'], 2, 1073741824, False)]
+    >>> job = facts.cgroups[1]
+    >>> job.oom_kill_evidence.first_line, job.working_set_bytes, job.effective_limit_cgroup
+    (20, 1027604480, '/job')
     """
     reason = unavailable_reason(captures, SECTION)
     captured = captures.get(SECTION)
     if captured is None or (reason and not captured.text):
-        return CgroupFacts(unavailable=reason)
-    facts = CgroupFacts()
-    for number, line in enumerate(captured.text.split("==> ", 1)[0].splitlines(), start=1):
-        _read_line(facts, number, line)
-    directories = _directories(facts)
-    wanted = [f"{d}/{name}" for d, _, version, _ in directories for name in _files(version)]
+        return CgroupFacts(unavailable=reason, focus_pattern=options.focus)
+    facts = CgroupFacts(focus_pattern=options.focus)
+    listing = _Listing()
+    for number, line in enumerate(captured.text.split("\n"), start=1):
+        if line.startswith("==> "):
+            break
+        _read_line(facts, listing, number, line)
+    wanted = [UNIFIED_CONTROLLERS] + [
+        f"{_directory(version, cgroup)}/{name}"
+        for version, cgroup in listing.dirs
+        for name in _files(version)
+    ]
     files = dumped_files(captured.text, wanted)
-    for directory, cgroup, version, roles in directories:
-        counters = _counters(directory, cgroup, version, roles, files)
+    for version, cgroup in listing.dirs:
+        roles = [role for v, role, c in listing.wants if v == version and c == cgroup]
+        counters = _counters(version, cgroup, list(dict.fromkeys(roles)) or ["ancestor"], files)
         if counters is not None:
             facts.cgroups.append(counters)
-    facts.layout = _layout(files)
+    for counters in facts.cgroups:
+        _effective_limit(facts, counters)
+    _decide_layout(facts, files)
+    _not_visible(facts, listing)
     return facts
 
 
-def _read_line(facts: CgroupFacts, number: int, line: str) -> None:
-    words = line.split(" ", 2)
-    if len(words) == 3 and words[0] in ("pid1", "self") and words[1] in ("v1", "v2"):
-        setattr(facts, f"{words[0]}_cgroup_{words[1]}", words[2])
-    elif len(words) == 2 and words[0] == "vmstat_oom_kill" and words[1].isdigit():
-        facts.vmstat_oom_kill = int(words[1])
-        facts.vmstat_evidence = EvidenceRef(
-            section=SECTION, first_line=number, last_line=number, excerpt=line
+class _Listing:
+    """What the preamble said would be dumped, and why."""
+
+    def __init__(self) -> None:
+        self.wants: list[tuple[Literal[1, 2], str, str]] = []
+        self.dirs: list[tuple[Literal[1, 2], str]] = []
+
+
+def _read_line(facts: CgroupFacts, listing: _Listing, number: int, line: str) -> None:
+    words = line.split(" ", 3)
+    key = words[0]
+    if len(words) >= 3 and key in ("pid1", "self") and words[1] in ("v1", "v2"):
+        setattr(facts, f"{key}_cgroup_{words[1]}", line.split(" ", 2)[2])
+    elif key == "vmstat_oom_kill" and len(words) == 2 and _int(words[1]) is not None:
+        facts.vmstat_oom_kill = _int(words[1])
+        facts.vmstat_evidence = _ref(number, line)
+    elif key == "want" and len(words) == 4 and words[1] in ("1", "2") and words[2] in ROLES:
+        listing.wants.append((_version(words[1]), words[2], words[3]))
+    elif key == "dir" and len(words) >= 3 and words[1] in ("1", "2"):
+        listing.dirs.append((_version(words[1]), line.split(" ", 2)[2]))
+    elif key == "mount":
+        _read_mount(facts, line)
+    elif key.startswith("focus"):
+        _read_focus(facts, line)
+
+
+def _version(text: str) -> Literal[1, 2]:
+    return 1 if text == "1" else 2
+
+
+def _read_mount(facts: CgroupFacts, line: str) -> None:
+    words = line.split()
+    if len(words) >= 4:
+        facts.mounts.append(
+            CgroupMount(
+                root=words[1],
+                mount_point=words[2],
+                fstype=words[3],
+                source=words[4] if len(words) > 4 else "",
+                options=words[5] if len(words) > 5 else "",
+            )
         )
 
 
-def _directories(facts: CgroupFacts) -> list[tuple[str, str, Literal[1, 2], list[str]]]:
-    """The cgroup directories the host script dumped, each once, with why we looked."""
-    seen: dict[str, tuple[str, str, Literal[1, 2], list[str]]] = {}
-    # Same order as the host script dumps them: the file reader relies on it.
-    candidates: list[tuple[str, str | None, Literal[1, 2], str]] = [
-        (V1_ROOT, "/", 1, "root"),
-        (V2_ROOT, "/", 2, "root"),
-        (V1_ROOT, facts.pid1_cgroup_v1, 1, "pid1"),
-        (V1_ROOT, facts.self_cgroup_v1, 1, "self"),
-        (V2_ROOT, facts.pid1_cgroup_v2, 2, "pid1"),
-        (V2_ROOT, facts.self_cgroup_v2, 2, "self"),
-    ]
-    for root, cgroup, version, role in candidates:
-        if cgroup is None:
-            continue
-        directory = root if cgroup == "/" else f"{root}{cgroup}"
-        if directory in seen:
-            roles = seen[directory][3]
-            if role not in roles:
-                roles.append(role)
-        else:
-            seen[directory] = (directory, cgroup, version, [role])
-    return list(seen.values())
+def _read_focus(facts: CgroupFacts, line: str) -> None:
+    key, _, rest = line.partition(" ")
+    if key == "focus_more":
+        facts.focus_more = True
+    elif key == "focus_error":
+        facts.focus_error = rest.strip() or "grep failed"
+    elif key == "focus_name":
+        pid_text, _, name = rest.partition(" ")
+        pid = _pid(pid_text)
+        if pid is not None:
+            _focus_process(facts, pid).name = name or None
+    elif key == "focus":
+        words = rest.split(" ", 2)
+        pid = _pid(words[0])
+        if len(words) == 3 and pid is not None and words[1] in ("v1", "v2"):
+            setattr(_focus_process(facts, pid), f"cgroup_{words[1]}", words[2])
+
+
+def _pid(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _focus_process(facts: CgroupFacts, pid: int) -> FocusProcess:
+    for process in facts.focus_processes:
+        if process.pid == pid:
+            return process
+    process = FocusProcess(pid=pid)
+    facts.focus_processes.append(process)
+    return process
+
+
+def _directory(version: Literal[1, 2], cgroup: str) -> str:
+    root = V1_ROOT if version == 1 else V2_ROOT
+    return root if cgroup == "/" else f"{root}{cgroup}"
 
 
 def _files(version: Literal[1, 2]) -> tuple[str, ...]:
@@ -214,22 +557,23 @@ def _files(version: Literal[1, 2]) -> tuple[str, ...]:
 
 
 def _counters(
-    directory: str,
-    cgroup: str,
     version: Literal[1, 2],
+    cgroup: str,
     roles: list[str],
     files: dict[str, DumpedFile],
 ) -> CgroupCounters | None:
+    directory = _directory(version, cgroup)
     mine = {name: files[f"{directory}/{name}"] for name in _files(version)
             if f"{directory}/{name}" in files}  # fmt: skip
-    memory_files = [name for name in mine if name.startswith("memory.")]
-    if not memory_files:
+    if not any(name.startswith("memory.") for name in mine):
         return None
     counters = CgroupCounters(path=directory, cgroup=cgroup, version=version, roles=roles)
+    counters.missing_files = [name for name in _files(version) if name not in mine]
     if version == 1:
         _read_v1(counters, mine)
     else:
         _read_v2(counters, mine)
+    _working_set(counters)
     return counters
 
 
@@ -240,11 +584,22 @@ def _read_v1(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
         counters.under_oom = _flag(keyed.get("under_oom"))
         counters.oom_kill, counters.oom_kill_evidence = _counter(control, keyed, "oom_kill")
     counters.failcnt = _number(files.get("memory.failcnt"))
-    counters.usage_bytes = _number(files.get("memory.usage_in_bytes"))
-    limit = _number(files.get("memory.limit_in_bytes"))
+    counters.usage_bytes = _single(counters, files, "memory.usage_in_bytes", "usage")
+    counters.peak_bytes = _single(counters, files, "memory.max_usage_in_bytes", "peak")
+    counters.kernel_bytes = _single(counters, files, "memory.kmem.usage_in_bytes", "kernel")
+    limit = _single(counters, files, "memory.limit_in_bytes", "limit")
     if limit is not None:
         counters.unlimited = limit >= UNLIMITED_AT
         counters.limit_bytes = None if counters.unlimited else limit
+    stat = files.get("memory.stat")
+    if stat:
+        counters.stat = _stat(stat)
+        counters.inactive_file_bytes = counters.stat.get("total_inactive_file")
+        _cite(counters, stat, "total_inactive_file", "inactive_file")
+        hierarchical = counters.stat.get("hierarchical_memory_limit")
+        if hierarchical is not None and hierarchical < UNLIMITED_AT:
+            counters.hierarchical_limit_bytes = hierarchical
+            _cite(counters, stat, "hierarchical_memory_limit", "hierarchical_limit")
 
 
 def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
@@ -254,21 +609,150 @@ def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
         counters.oom = _int(keyed.get("oom"))
         counters.oom_group_kill = _int(keyed.get("oom_group_kill"))
         counters.max_events = _int(keyed.get("max"))
+        counters.high_events = _int(keyed.get("high"))
         counters.oom_kill, counters.oom_kill_evidence = _counter(events, keyed, "oom_kill")
     local = files.get("memory.events.local")
     if local:
         counters.oom_kill_local = _int(_keyed(local).get("oom_kill"))
-    counters.usage_bytes = _number(files.get("memory.current"))
+    counters.usage_bytes = _single(counters, files, "memory.current", "usage")
+    counters.peak_bytes = _single(counters, files, "memory.peak", "peak")
+    counters.swap_bytes = _number(files.get("memory.swap.current"))
+    counters.swap_limit_bytes = _number(files.get("memory.swap.max"))
+    counters.high_bytes = _number(files.get("memory.high"))
     maximum = files.get("memory.max")
     if maximum is not None:
         text = maximum.content.strip()
         counters.unlimited = text == "max"
         counters.limit_bytes = _int(text) if not counters.unlimited else None
+        counters.evidence["limit"] = _single_ref(maximum, f"{counters.path}/memory.max")
+    stat = files.get("memory.stat")
+    if stat:
+        counters.stat = _stat(stat)
+        counters.inactive_file_bytes = counters.stat.get("inactive_file")
+        _cite(counters, stat, "inactive_file", "inactive_file")
+        _kernel_v2(counters, stat)
+    pressure = files.get("memory.pressure")
+    if pressure:
+        counters.pressure = parse_pressure(pressure.content)
+        counters.evidence["pressure"] = _file_ref(pressure, 0, last_index=1)
+
+
+def _kernel_v2(counters: CgroupCounters, stat: DumpedFile) -> None:
+    values = counters.stat
+    parts = {key: values[key] for key in KERNEL_PARTS if values.get(key)}
+    if "kernel" in values:
+        counters.kernel_bytes = values["kernel"] + values.get("sock", 0)
+        other = values["kernel"] - sum(values.get(key, 0) for key in _INSIDE_KERNEL_KEY)
+        if other > 0:
+            parts["other_kernel"] = other
+        _cite(counters, stat, "kernel", "kernel")
+    elif parts:
+        counters.kernel_bytes = sum(parts.values())
+    counters.kernel_parts = dict(sorted(parts.items(), key=lambda item: -item[1]))
+
+
+def _working_set(counters: CgroupCounters) -> None:
+    if counters.usage_bytes is None:
+        return
+    inactive = counters.inactive_file_bytes or 0
+    counters.working_set_bytes = max(counters.usage_bytes - inactive, 0)
+
+
+def _effective_limit(facts: CgroupFacts, counters: CgroupCounters) -> None:
+    """The smallest limit on the path; v1's hierarchical_memory_limit also sees ancestors
+    outside our view, so a smaller figure there means an invisible ancestor sets it."""
+    limits = [(c.limit_bytes, c.cgroup) for c in facts.path_to_root(counters) if c.limit_bytes]
+    smallest: tuple[int, str | None] | None = min(limits) if limits else None
+    hierarchical = counters.hierarchical_limit_bytes
+    if hierarchical is not None and (smallest is None or hierarchical < smallest[0]):
+        smallest = (hierarchical, None)
+    if smallest is not None:
+        counters.effective_limit_bytes, counters.effective_limit_cgroup = smallest
+
+
+def _decide_layout(facts: CgroupFacts, files: dict[str, DumpedFile]) -> None:
+    """Decide from the files that are really there; say where other sources disagree."""
+    v1 = any(c.version == 1 for c in facts.cgroups)
+    v2 = any(c.version == 2 for c in facts.cgroups)
+    v2_root = files.get(f"{V2_ROOT}/cgroup.controllers")
+    unified = files.get(UNIFIED_CONTROLLERS)
+    evidence = facts.layout_evidence
+    if v1:
+        evidence.append(f"v1 memory files under {V1_ROOT}")
+    if v2:
+        evidence.append(f"v2 memory files under {V2_ROOT}")
+    if v2_root is not None:
+        evidence.append(f"{V2_ROOT}/cgroup.controllers: {v2_root.content.strip() or '(empty)'}")
+        facts.v2_controllers = v2_root.content.split()
+    if unified is not None:
+        evidence.append(f"{UNIFIED_CONTROLLERS}: {unified.content.strip() or '(empty)'}")
+    if v1 and (v2 or v2_root is not None or unified is not None):
+        facts.layout = "hybrid"
+    elif v1:
+        facts.layout = "v1"
+    elif v2 or v2_root is not None:
+        facts.layout = "v2"
+    else:
+        facts.layout = "none"
+    facts.memory_controller = "v1" if v1 else "v2" if v2 else None
+    _cross_check(facts)
+
+
+def _cross_check(facts: CgroupFacts) -> None:
+    if facts.mounts:
+        facts.mount_layout = _mount_layout(facts.mounts)
+        if facts.mount_layout != facts.layout:
+            top = [m for m in facts.mounts if m.mount_point == V2_ROOT]
+            covered = f"; {V2_ROOT} is a {top[-1].fstype} mount" if top else ""
+            facts.layout_disagreements.append(
+                f"mount table says {facts.mount_layout}{covered}, but the files show "
+                f"{facts.layout}; trusting the files"
+            )
+    claimed = "v1" if facts.self_cgroup_v1 else "v2" if facts.self_cgroup_v2 else None
+    if claimed and facts.memory_controller and claimed != facts.memory_controller:
+        facts.layout_disagreements.append(
+            f"/proc/self/cgroup puts memory on {claimed}, but the memory files visible are "
+            f"{facts.memory_controller}; trusting the files"
+        )
+
+
+def _mount_layout(mounts: list[CgroupMount]) -> Literal["v1", "v2", "hybrid", "none"]:
+    on_root = [m for m in mounts if m.mount_point == V2_ROOT]
+    v2_root = bool(on_root) and on_root[-1].fstype == "cgroup2"
+    v1_memory = any(m.fstype == "cgroup" and "memory" in m.options.split(",") for m in mounts)
+    unified = any(m.fstype == "cgroup2" and m.mount_point != V2_ROOT for m in mounts)
+    if v1_memory and (unified or v2_root):
+        return "hybrid"
+    if v1_memory:
+        return "v1"
+    return "v2" if v2_root else "none"
+
+
+def _not_visible(facts: CgroupFacts, listing: _Listing) -> None:
+    seen = {(c.version, c.cgroup) for c in facts.cgroups}
+    versions = {c.version for c in facts.cgroups}
+    for version, role, cgroup in listing.wants:
+        if role != "root" and version in versions and (version, cgroup) not in seen:
+            note = (
+                f"{role} cgroup v{version} {cgroup}: no files at {_directory(version, cgroup)} "
+                "(not visible from here)"
+            )
+            if note not in facts.not_visible:
+                facts.not_visible.append(note)
 
 
 def _keyed(dumped: DumpedFile) -> dict[str, str]:
     pairs = (line.split(None, 1) for line in dumped.content.splitlines())
     return {pair[0]: pair[1].strip() for pair in pairs if len(pair) == 2}
+
+
+def _stat(dumped: DumpedFile) -> dict[str, int]:
+    values = {}
+    for key, text in _keyed(dumped).items():
+        value = _int(text)
+        if value is not None and value >= 0:
+            values[key] = value
+    return values
 
 
 def _counter(
@@ -277,25 +761,60 @@ def _counter(
     value = _int(keyed.get(key))
     if value is None:
         return None, None
+    index = _key_index(dumped, key)
+    return value, None if index is None else _file_ref(dumped, index)
+
+
+def _cite(counters: CgroupCounters, dumped: DumpedFile, key: str, name: str) -> None:
+    index = _key_index(dumped, key)
+    if index is not None:
+        counters.evidence[name] = _file_ref(dumped, index)
+
+
+def _key_index(dumped: DumpedFile, key: str) -> int | None:
     for index, line in enumerate(dumped.content.splitlines()):
         if line.split(None, 1)[:1] == [key]:
-            number = dumped.line_of(index)
-            return value, EvidenceRef(
-                section=SECTION, first_line=number, last_line=number, excerpt=line
-            )
-    return value, None
+            return index
+    return None
 
 
-def _layout(files: dict[str, DumpedFile]) -> Literal["v1", "v2", "hybrid", "none"]:
-    """Decide from the files that are really there, not from the mount table."""
-    v1 = any(path.startswith(V1_ROOT + "/") for path in files)
-    v2 = any(
-        not path.startswith(V1_ROOT + "/") and path.rsplit("/", 1)[1].startswith("memory.")
-        for path in files
+def _single(
+    counters: CgroupCounters, files: dict[str, DumpedFile], name: str, evidence: str
+) -> int | None:
+    dumped = files.get(name)
+    value = _number(dumped)
+    if dumped is not None and value is not None:
+        counters.evidence[evidence] = _single_ref(dumped, f"{counters.path}/{name}")
+    return value
+
+
+def _file_ref(dumped: DumpedFile, index: int, last_index: int | None = None) -> EvidenceRef:
+    lines = dumped.content.splitlines() or [""]
+    last = min(last_index if last_index is not None else index, len(lines) - 1)
+    index = min(index, last)
+    return EvidenceRef(
+        section=SECTION,
+        first_line=dumped.line_of(index),
+        last_line=dumped.line_of(last),
+        excerpt="\n".join(lines[index : last + 1])[:300],
     )
-    if v1 and v2:
-        return "hybrid"
-    return "v1" if v1 else "v2" if v2 else "none"
+
+
+def _single_ref(dumped: DumpedFile, path: str) -> EvidenceRef:
+    """A one-value file, cited with the ``==> path <==`` line above it: a bare number
+    does not say what it is."""
+    header = dumped.first_line - 1
+    value = (dumped.content.splitlines() or [""])[0]
+    return EvidenceRef(
+        section=SECTION,
+        first_line=max(header, 1),
+        last_line=dumped.first_line,
+        excerpt=f"==> {path} <==\n{value}" if header >= 1 else value,
+    )
+
+
+def _ref(number: int, line: str) -> EvidenceRef:
+    return EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line)
 
 
 def _number(dumped: DumpedFile | None) -> int | None:

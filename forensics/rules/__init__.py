@@ -7,7 +7,7 @@ from collections.abc import Callable
 from forensics.facts import Facts
 from forensics.models import Finding
 from forensics.probe import RuleContext
-from forensics.rules import collection, kernel, log_end, oom
+from forensics.rules import collection, headroom, kernel, log_end, oom
 
 Rule = Callable[[Facts, RuleContext], list[Finding]]
 
@@ -15,5 +15,6 @@ CROSS_RULES: tuple[Rule, ...] = (
     collection.section_problems,
     oom.oom_verdict,
     kernel.kernel_events,
+    headroom.memory_headroom,
     log_end.log_ended_early,
 )
