@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from forensics import __version__, bundle
+from forensics import __version__, bundle, sweep_cli
 from forensics.analysis import analyze
 from forensics.collect import collect
 from forensics.errors import (
@@ -158,6 +158,9 @@ def analyze_command(
     report = analyze(manifest, captures, bundle=str(bundle_path))
     _emit(report, format)
     raise typer.Exit(_exit_status(report, threshold))
+
+
+app.command("sweep")(sweep_cli.sweep_command)
 
 
 @app.command("schema")
