@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from forensics import __version__, bundle, sweep_cli
+from forensics import __version__, bundle, history_cli, inventory_cli, sweep_cli
 from forensics.analysis import analyze
 from forensics.collect import collect
 from forensics.errors import (
@@ -161,6 +161,9 @@ def analyze_command(
 
 
 app.command("sweep")(sweep_cli.sweep_command)
+app.command("history")(history_cli.history_command)
+app.command("diff")(history_cli.diff_command)
+app.add_typer(inventory_cli.app, name="inventory")
 
 
 @app.command("schema")

@@ -41,6 +41,7 @@ NOT_YET_WIRED = ("logs", "scripts", "thresholds", "sudo")
 PATH_FIELDS = ("identity", "known_hosts", "ssh_config")
 
 _NAME = re.compile(r"^[^\s/]+$")
+_HOST = re.compile(r"^[^\s/@,${}]+$")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _JUMP_HOP = re.compile(r"^(?:[^@\s,/]+@)?(?:\[[0-9A-Fa-f:.]+\]|[^@\s:,/\[\]]+)(?::\d{1,5})?$")
 _SECRET_FIELDS = ("password", "passphrase", "secret", "token", "private_key")
@@ -352,8 +353,8 @@ class _Resolver:
         for field in PATH_FIELDS:
             if field in merged:
                 merged[field] = self._local_path(origin[field], merged[field])
-        if "${" in entry.host or not entry.host.strip():
-            self._problem((*where, "host"), "expected a host name or address")
+        if not _HOST.match(entry.host):
+            self._problem((*where, "host"), f"expected a host name or address, got {entry.host!r}")
         if "proxy_jump" in merged:
             self._check_jump(origin["proxy_jump"], merged["proxy_jump"])
         self._check_probes(origin.get("probes"), merged.get("probes", []))
@@ -369,7 +370,7 @@ class _Resolver:
             return None
         target = Target(
             name=name,
-            host=entry.host.strip(),
+            host=entry.host,
             port=port,
             user=merged.get("user"),
             identity=merged.get("identity"),

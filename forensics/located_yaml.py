@@ -75,8 +75,10 @@ def load_located(text: str) -> LocatedYaml:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else 1
-        problem = " ".join(part for part in (error.context, error.problem) if part)
-        raise YamlProblem(line, f"YAML syntax: {problem or 'unreadable'}") from error
+        problem = f"YAML syntax: {error.problem or error.context or 'unreadable'}"
+        if error.context and error.problem and error.context_mark is not None:
+            problem += f" ({error.context} that began at line {error.context_mark.line + 1})"
+        raise YamlProblem(line, problem) from error
     except yaml.YAMLError as error:
         raise YamlProblem(1, f"YAML syntax: {str(error).splitlines()[0]}") from error
     finally:

@@ -79,12 +79,12 @@ def _host(row: dict[str, Any], taken: set[str]) -> VastHost | Skipped:
     instance_id = _text(row.get("id"))
     label = _text(row.get("label"))
     who = f"instance {instance_id or '?'}" + (f" ({label})" if label else "")
-    proxy_host = _text(row.get("ssh_host"))
+    proxy_host = _address(row.get("ssh_host"))
     proxy_port = _integer(row.get("ssh_port"))
     if proxy_port is not None and "jupyter" in (_text(row.get("image_runtype")) or ""):
         proxy_port += 1
     proxy = f"{proxy_host}:{proxy_port}" if proxy_host and proxy_port else None
-    direct_host = _text(row.get("public_ipaddr"))
+    direct_host = _address(row.get("public_ipaddr"))
     direct_port = _direct_port(row.get("ports"))
     if direct_host and direct_port:
         host, port = direct_host, direct_port
@@ -107,6 +107,11 @@ def _host(row: dict[str, Any], taken: set[str]) -> VastHost | Skipped:
     if status:
         tags.append(_word(status, "_") or "status-unknown")
     return VastHost(name=name, host=host, port=port, tags=tuple(tags), proxy=proxy)
+
+
+def _address(value: object) -> str | None:
+    text = _text(value)
+    return text if text is not None and re.fullmatch(r"[A-Za-z0-9.:_-]+", text) else None
 
 
 def _text(value: object) -> str | None:
