@@ -321,7 +321,9 @@ class _Resolver:
 
     def _problem(self, where: Sequence[str | int], message: str) -> None:
         line = self.document.line_of(where)
-        self.problems.append(f"{self.path}:{line}: {dotted(where)}: {message}")
+        problem = f"{self.path}:{line}: {dotted(where)}: {message}"
+        if problem not in self.problems:  # a bad default is one problem, not one per host
+            self.problems.append(problem)
 
     def _host(
         self,

@@ -143,14 +143,20 @@ BAD_INVENTORIES = [
     [(text, message) for _, text, message in BAD_INVENTORIES],
     ids=[case for case, _, _ in BAD_INVENTORIES],
 )
-def test_inventory_errors_name_file_line_and_field_and_exit_2(
-    tmp_path: Path, text: str, message: str
-) -> None:
+def test_inventory_errors_name_file_line_and_field(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(InventoryError) as raised:
+        parse_inventory(text, tmp_path / "inventory.yaml")
+    assert f"{tmp_path}/{message}" in raised.value.message
+
+
+@pytest.mark.parametrize("case", ["unknown field", "bad port", "duplicate name", "YAML syntax"])
+def test_the_command_line_prints_the_error_and_exits_2(tmp_path: Path, case: str) -> None:
+    (text, message) = next((t, m) for c, t, m in BAD_INVENTORIES if c == case)
     path = tmp_path / "inventory.yaml"
     path.write_text(text)
     result = run_cli("inventory", "check", str(path))
     assert result.exit_code == 2
-    assert f"{tmp_path}/{message}" in result.stderr
+    assert result.stderr.startswith(f"forensics: {tmp_path}/{message}")
     assert "Traceback" not in result.stderr
 
 
