@@ -126,37 +126,7 @@ class Sweep:
         sweep_dir.mkdir(parents=True, exist_ok=True)
         if self.history is not None:
             self.history.begin_sweep(sweep_id, started, self.inventory, len(self.hosts))
-        results: queue.Queue[FleetHost] = queue.Queue()
-        pending = deque(self.hosts)
-        in_flight: dict[str, _InFlight] = {}
-        rows: dict[str, FleetHost] = {}
-        while pending or in_flight:
-            while stop.reason is None and pending and len(in_flight) < self.concurrency:
-                host = pending.popleft()
-                in_flight[host.name] = self._start(host, sweep_dir, results)
-                self.observer.host_started(host)
-            try:
-                row = results.get(timeout=_POLL_S)
-            except queue.Empty:
-                row = None
-            if row is not None and row.name in in_flight:
-                del in_flight[row.name]
-                self._finish(row, sweep_id, rows)
-            now = time.monotonic()
-            for name, flight in list(in_flight.items()):
-                if now > flight.give_up_at:
-                    del in_flight[name]
-                    self._finish(_given_up(flight), sweep_id, rows)
-            if stop.reason is not None:
-                for host in pending:
-                    self._finish(_not_started(host, stop.reason), sweep_id, rows)
-                pending.clear()
-                assert stop.since is not None
-                if in_flight and (stop.hurry or now > stop.since + self.grace_s):
-                    for flight in in_flight.values():
-                        self._finish(_interrupted(flight, stop.reason), sweep_id, rows)
-                    in_flight.clear()
-        hosts = sorted(rows.values(), key=host_order)
+        hosts = sorted(self._collect_all(stop, sweep_id, sweep_dir), key=host_order)
         report = FleetReport(
             tool_version=__version__,
             sweep_id=sweep_id,
@@ -178,14 +148,50 @@ class Sweep:
         _write_atomically(sweep_dir / FLEET_REPORT, report.model_dump_json(indent=2) + "\n")
         return report
 
+    def _collect_all(self, stop: StopRequest, sweep_id: str, sweep_dir: Path) -> list[FleetHost]:
+        """Start hosts while there is room, take results as they come, give up on hosts
+        past their deadline, and after a stop request wind down; one row per host."""
+        results: queue.Queue[FleetHost] = queue.Queue()
+        pending = deque(self.hosts)
+        in_flight: dict[str, _InFlight] = {}
+        rows: dict[str, FleetHost] = {}
+        while pending or in_flight:
+            while stop.reason is None and pending and len(in_flight) < self.concurrency:
+                host = pending.popleft()
+                in_flight[host.name] = self._start(host, sweep_dir, results)
+                self.observer.host_started(host)
+            try:
+                row: FleetHost | None = results.get(timeout=_POLL_S)
+            except queue.Empty:
+                row = None
+            if row is not None and row.name in in_flight:  # else: given up on already
+                del in_flight[row.name]
+                self._finish(row, sweep_id, rows)
+            now = time.monotonic()
+            for name, flight in list(in_flight.items()):
+                if now > flight.give_up_at:
+                    del in_flight[name]
+                    self._finish(_given_up(flight), sweep_id, rows)
+            if stop.reason is None:
+                continue
+            for host in pending:
+                self._finish(_not_started(host, stop.reason), sweep_id, rows)
+            pending.clear()
+            assert stop.since is not None
+            if in_flight and (stop.hurry or now > stop.since + self.grace_s):
+                for flight in in_flight.values():
+                    self._finish(_interrupted(flight, stop.reason), sweep_id, rows)
+                in_flight.clear()
+        return list(rows.values())
+
     def _start(
         self, host: ResolvedHost, sweep_dir: Path, results: queue.Queue[FleetHost]
     ) -> _InFlight:
-        hops = len((host.target.proxy_jump or "").split(","))
+        hops = [hop for hop in (host.target.proxy_jump or "").split(",") if hop.strip()]
         give_up_at = (
             time.monotonic()
             + host.timeout_s
-            + host.target.connect_timeout * (hops + 1)
+            + host.target.connect_timeout * (len(hops) + 1)
             + WATCHDOG_SLACK_S
         )
         flight = _InFlight(host=host, started=datetime.now(UTC), give_up_at=give_up_at)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 from pathlib import Path
@@ -22,7 +23,6 @@ from forensics.sweep import (
     QuietObserver,
     StopRequest,
     Sweep,
-    SweepObserver,
     signal_handlers,
 )
 from forensics.sweep_lock import SweepLock
@@ -40,11 +40,9 @@ def _say(message: str) -> None:
     sys.stderr.write(f"forensics: {message}\n")
 
 
-def _seconds(option: str, value: str | None) -> float | None:
-    if value is None:
-        return None
+def _duration(option: str, value: str, positive: bool = True) -> float:
     seconds = parse_duration(value)
-    if seconds is None or seconds <= 0:
+    if seconds is None or (positive and seconds <= 0):
         raise UsageError(f"{option}: expected a duration such as 30, 90s, 15m or 1h, got {value!r}")
     return seconds
 
@@ -151,15 +149,11 @@ def sweep_command(
         raise UsageError(f"--concurrency: must be at least 1, got {concurrency}")
     if allow_unreachable < 0:
         raise UsageError("--allow-unreachable: must be 0 or more")
-    timeout_s = _seconds("--timeout", timeout)
-    connect_timeout_s = _seconds("--connect-timeout", connect_timeout)
-    grace_s = parse_duration(grace)
-    if grace_s is None:
-        raise UsageError(f"--grace: expected a duration such as 5s, got {grace!r}")
-    every_s = _seconds("--every", every)
-    jitter_s = parse_duration(jitter)
-    if jitter_s is None:
-        raise UsageError(f"--jitter: expected a duration such as 30s, got {jitter!r}")
+    timeout_s = _duration("--timeout", timeout) if timeout else None
+    connect_timeout_s = _duration("--connect-timeout", connect_timeout) if connect_timeout else None
+    grace_s = _duration("--grace", grace, positive=False)
+    every_s = _duration("--every", every) if every else None
+    jitter_s = _duration("--jitter", jitter, positive=False)
     loaded = load_inventory(inventory)
     hosts = [
         host.with_deadlines(timeout_s, connect_timeout_s)
@@ -198,19 +192,11 @@ def sweep_command(
 def _sweep_once(
     sweep: Sweep, stop: StopRequest, format: FleetFormat, interruptible: bool
 ) -> FleetReport:
-    observer: SweepObserver = QuietObserver()
-    progress = None
-    if sys.stderr.isatty():
-        progress = SweepProgress(Console(stderr=True), total=len(sweep.hosts))
-        observer = progress
-    sweep.observer = observer
+    display = SweepProgress(Console(stderr=True), len(sweep.hosts)) if sys.stderr.isatty() else None
+    sweep.observer = display or QuietObserver()
     handlers = {signal.SIGINT: stop.request, signal.SIGTERM: stop.request}
-    with signal_handlers(handlers if interruptible else {}):
-        if progress is not None:
-            with progress:
-                report = sweep.run(stop)
-        else:
-            report = sweep.run(stop)
+    with signal_handlers(handlers if interruptible else {}), display or contextlib.nullcontext():
+        report = sweep.run(stop)
     _emit(report, format, compact=not interruptible)
     if report.interrupted_by is not None:
         missing = [host.name for host in report.not_collected]

@@ -3,13 +3,16 @@ its deadline, an interrupted sweep keeps every finished bundle, and ProxyJump wo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
 import select
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -261,3 +264,44 @@ def test_progress_is_drawn_on_a_terminal_and_not_in_a_pipe(
     assert b"in flight" not in stdout
     piped = run_cli("sweep", "-i", str(inventory), "--out", str(tmp_path / "out2"))
     assert "in flight" not in piped.stderr
+
+
+def test_a_tarpit_that_never_sends_a_banner_is_unreachable_within_its_connect_timeout(
+    eight_hosts: Fleet, tmp_path: Path
+) -> None:
+    """Like endlessh: it accepts, then drips pre-banner lines forever."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip(connection: socket.socket) -> None:
+        with connection, contextlib.suppress(OSError):
+            while not stop.wait(0.3):
+                connection.sendall(b"not yet\r\n")
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = server.accept()
+                threading.Thread(target=drip, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        inventory = eight_hosts.write_inventory(tmp_path / "inventory.yaml", ["good-1"])
+        document = json.loads(inventory.read_text())
+        document["hosts"].append(
+            {"name": "tarpit", "host": "127.0.0.1", "port": server.getsockname()[1]}
+        )
+        inventory.write_text(json.dumps(document))
+        began = time.monotonic()
+        result = run_cli(
+            "sweep", "-i", str(inventory), "--out", str(tmp_path / "out"), "-f", "json",
+            "--connect-timeout", "1",
+        )  # fmt: skip
+        elapsed = time.monotonic() - began
+    finally:
+        stop.set()
+        server.close()
+    assert result.exit_code == 3, result.stderr
+    rows = {host["name"]: host["status"] for host in json.loads(result.stdout)["hosts"]}
+    assert rows == {"good-1": "ok", "tarpit": "unreachable"}
+    assert elapsed < 10
