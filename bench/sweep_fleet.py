@@ -64,7 +64,7 @@ def _forensics_sweep(made: Fleet, root: Path, concurrency: int) -> tuple[float, 
     inventory = made.write_inventory(root / "inventory.yaml")
     began = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "forensics", "sweep", "-i", str(inventory),
+        [sys.executable, "-m", "forensics", "sweep", "--inventory", str(inventory),
          "--out", str(root / "out"), "--concurrency", str(concurrency), "--format", "json",
          "--fail-on", "never"],
         capture_output=True, text=True, cwd=REPO, check=False,

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from forensics import __version__, bundle, history_cli, inventory_cli, sweep_cli
+from forensics import __version__, bundle
 from forensics.analysis import analyze
 from forensics.collect import collect
 from forensics.errors import (
@@ -20,8 +20,11 @@ from forensics.errors import (
     ForensicsError,
     UsageError,
 )
+from forensics.history_cli import diff_command, history_command
 from forensics.host_report import HostReport
+from forensics.inventory_cli import app as inventory_app
 from forensics.models import CollectOptions, Severity
+from forensics.sweep_cli import sweep_command
 from forensics.targets import parse_target
 from reports import Format, render_host
 
@@ -160,12 +163,6 @@ def analyze_command(
     raise typer.Exit(_exit_status(report, threshold))
 
 
-app.command("sweep")(sweep_cli.sweep_command)
-app.command("history")(history_cli.history_command)
-app.command("diff")(history_cli.diff_command)
-app.add_typer(inventory_cli.app, name="inventory")
-
-
 @app.command("schema")
 def schema_command() -> None:
     """Print the JSON Schema of the report that `collect --format json` prints."""
@@ -176,6 +173,12 @@ def schema_command() -> None:
 def version_command() -> None:
     """Print the tool's version."""
     sys.stdout.write(f"forensics {__version__}\n")
+
+
+app.command("sweep")(sweep_command)
+app.command("history")(history_command)
+app.command("diff")(diff_command)
+app.add_typer(inventory_app, name="inventory")
 
 
 def main() -> None:

@@ -38,7 +38,7 @@ class HostStatus(enum.StrEnum):
         return self in (HostStatus.ok, HostStatus.partial)
 
 
-class FleetHost(BaseModel):
+class HostRun(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
@@ -72,8 +72,8 @@ class FindingCount(BaseModel):
 
     id: str
     severity: Severity = Field(description="The worst severity seen for this id.")
-    hosts: int
-    findings: int
+    hosts: int = Field(description="How many hosts have it.")
+    total: int = Field(description="How many findings with this id, all hosts together.")
 
 
 class FleetReport(BaseModel):
@@ -90,15 +90,15 @@ class FleetReport(BaseModel):
         default=None, description="SIGINT or SIGTERM when the sweep was stopped early."
     )
     history: str | None = Field(default=None, description="The history database, if used.")
-    hosts: list[FleetHost] = Field(default_factory=list, description="Worst first.")
+    hosts: list[HostRun] = Field(default_factory=list, description="Worst first.")
     finding_counts: list[FindingCount] = Field(default_factory=list)
 
     @property
-    def collected(self) -> list[FleetHost]:
+    def collected(self) -> list[HostRun]:
         return [host for host in self.hosts if host.status.collected]
 
     @property
-    def not_collected(self) -> list[FleetHost]:
+    def not_collected(self) -> list[HostRun]:
         return [host for host in self.hosts if not host.status.collected]
 
     def change_totals(self) -> dict[str, int]:
@@ -110,7 +110,7 @@ class FleetReport(BaseModel):
         return {kind: totals[kind] for kind in ("new", "still", "resolved", "not_rechecked")}
 
 
-def count_findings(hosts: list[FleetHost]) -> list[FindingCount]:
+def count_findings(hosts: list[HostRun]) -> list[FindingCount]:
     """Per finding id: on how many hosts, how many times, and the worst severity; worst
     first, then the most widespread."""
     host_count: Counter[str] = Counter()
@@ -126,13 +126,19 @@ def count_findings(hosts: list[FleetHost]) -> list[FindingCount]:
             if finding.id not in worst or finding.severity.rank > worst[finding.id].rank:
                 worst[finding.id] = finding.severity
     counts = [
-        FindingCount(id=key, severity=worst[key], hosts=host_count[key], findings=total[key])
+        FindingCount(id=key, severity=worst[key], hosts=host_count[key], total=total[key])
         for key in total
     ]
     return sorted(counts, key=lambda c: (-c.severity.rank, -c.hosts, c.id))
 
 
-def host_order(host: FleetHost) -> tuple[int, int, str]:
-    """Sort key: hosts not collected first, then by worst finding, then by name."""
-    worst = host.worst.rank if host.worst is not None else -1
-    return (0 if not host.status.collected else 1, -worst, host.name)
+def host_order(host: HostRun) -> tuple[int, str]:
+    """Sort key, worst first: critical, then not collected (unknown is worse than a known
+    warning), warning, info, clean; then by name."""
+    if not host.status.collected:
+        standing = 3
+    elif host.worst is None:
+        standing = 0
+    else:
+        standing = {"info": 1, "warning": 2, "critical": 4}[host.worst.value]
+    return (-standing, host.name)

@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from forensics.durations import parse_duration
+from forensics.duration_input import parse_duration
 from forensics.errors import UsageError
 from forensics.located_yaml import LocatedYaml, YamlProblem, dotted, load_located
 from forensics.models import CollectOptions, Target

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from forensics.fingerprint import TrackedFinding
-from forensics.fleet_report import FleetHost, HostStatus
+from forensics.fleet_report import HostRun, HostStatus
 from forensics.models import Severity
 
 SCHEMA_VERSION = "1"
@@ -187,7 +187,7 @@ class History:
             ],
         )
 
-    def record(self, sweep_id: str | None, host: FleetHost, tracked: list[TrackedFinding]) -> None:
+    def record(self, sweep_id: str | None, host: HostRun, tracked: list[TrackedFinding]) -> None:
         """Record one host's run and its findings, in one transaction."""
         started = host.started or datetime.now(UTC)
         worst = host.worst.value if host.worst is not None else None

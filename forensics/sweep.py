@@ -33,8 +33,8 @@ from forensics.collect import collect
 from forensics.errors import CollectionError, ForensicsError
 from forensics.fingerprint import compare, fully_read_sections, track
 from forensics.fleet_report import (
-    FleetHost,
     FleetReport,
+    HostRun,
     HostStatus,
     count_findings,
     host_order,
@@ -53,14 +53,14 @@ class SweepObserver(Protocol):
 
     def host_started(self, host: ResolvedHost) -> None: ...
 
-    def host_finished(self, row: FleetHost) -> None: ...
+    def host_finished(self, row: HostRun) -> None: ...
 
 
 class QuietObserver:
     def host_started(self, host: ResolvedHost) -> None:
         pass
 
-    def host_finished(self, row: FleetHost) -> None:
+    def host_finished(self, row: HostRun) -> None:
         pass
 
 
@@ -148,20 +148,20 @@ class Sweep:
         _write_atomically(sweep_dir / FLEET_REPORT, report.model_dump_json(indent=2) + "\n")
         return report
 
-    def _collect_all(self, stop: StopRequest, sweep_id: str, sweep_dir: Path) -> list[FleetHost]:
+    def _collect_all(self, stop: StopRequest, sweep_id: str, sweep_dir: Path) -> list[HostRun]:
         """Start hosts while there is room, take results as they come, give up on hosts
         past their deadline, and after a stop request wind down; one row per host."""
-        results: queue.Queue[FleetHost] = queue.Queue()
+        results: queue.Queue[HostRun] = queue.Queue()
         pending = deque(self.hosts)
         in_flight: dict[str, _InFlight] = {}
-        rows: dict[str, FleetHost] = {}
+        rows: dict[str, HostRun] = {}
         while pending or in_flight:
             while stop.reason is None and pending and len(in_flight) < self.concurrency:
                 host = pending.popleft()
                 in_flight[host.name] = self._start(host, sweep_dir, results)
                 self.observer.host_started(host)
             try:
-                row: FleetHost | None = results.get(timeout=_POLL_S)
+                row: HostRun | None = results.get(timeout=_POLL_S)
             except queue.Empty:
                 row = None
             if row is not None and row.name in in_flight:  # else: given up on already
@@ -185,7 +185,7 @@ class Sweep:
         return list(rows.values())
 
     def _start(
-        self, host: ResolvedHost, sweep_dir: Path, results: queue.Queue[FleetHost]
+        self, host: ResolvedHost, sweep_dir: Path, results: queue.Queue[HostRun]
     ) -> _InFlight:
         hops = [hop for hop in (host.target.proxy_jump or "").split(",") if hop.strip()]
         give_up_at = (
@@ -203,7 +203,7 @@ class Sweep:
         thread.start()
         return flight
 
-    def _finish(self, row: FleetHost, sweep_id: str, rows: dict[str, FleetHost]) -> None:
+    def _finish(self, row: HostRun, sweep_id: str, rows: dict[str, HostRun]) -> None:
         tracked = track(row.report.findings, row.name) if row.report is not None else []
         if row.status.collected and row.report is not None:
             previous = self.history.previous(row.name) if self.history is not None else None
@@ -223,7 +223,7 @@ class Sweep:
         self.observer.host_finished(row)
 
 
-def collect_host(host: ResolvedHost, out: Path) -> FleetHost:
+def collect_host(host: ResolvedHost, out: Path) -> HostRun:
     """Collect one host; every way it can fail becomes its row, never an exception."""
     started = datetime.now(UTC)
     common = {"name": host.name, "group": host.group, "address": host.address}
@@ -239,7 +239,7 @@ def collect_host(host: ResolvedHost, out: Path) -> FleetHost:
             started=started,
             finished=finished,
         )
-        return FleetHost(
+        return HostRun(
             **common,
             status=HostStatus.of(error.status),
             reason=error.message,
@@ -252,7 +252,7 @@ def collect_host(host: ResolvedHost, out: Path) -> FleetHost:
     except Exception as error:
         reason = f"internal error: {type(error).__name__}: {error} (report it)"
     else:
-        return FleetHost(
+        return HostRun(
             **common,
             status=HostStatus.of(report.status),
             reason=report.status_reason,
@@ -261,7 +261,7 @@ def collect_host(host: ResolvedHost, out: Path) -> FleetHost:
             bundle=report.bundle,
             report=report,
         )
-    return FleetHost(
+    return HostRun(
         **common,
         status=HostStatus.error,
         reason=reason,
@@ -270,9 +270,9 @@ def collect_host(host: ResolvedHost, out: Path) -> FleetHost:
     )
 
 
-def _given_up(flight: _InFlight) -> FleetHost:
+def _given_up(flight: _InFlight) -> HostRun:
     host = flight.host
-    return FleetHost(
+    return HostRun(
         name=host.name,
         group=host.group,
         address=host.address,
@@ -284,9 +284,9 @@ def _given_up(flight: _InFlight) -> FleetHost:
     )
 
 
-def _interrupted(flight: _InFlight, why: str) -> FleetHost:
+def _interrupted(flight: _InFlight, why: str) -> HostRun:
     host = flight.host
-    return FleetHost(
+    return HostRun(
         name=host.name,
         group=host.group,
         address=host.address,
@@ -297,8 +297,8 @@ def _interrupted(flight: _InFlight, why: str) -> FleetHost:
     )
 
 
-def _not_started(host: ResolvedHost, why: str) -> FleetHost:
-    return FleetHost(
+def _not_started(host: ResolvedHost, why: str) -> HostRun:
+    return HostRun(
         name=host.name,
         group=host.group,
         address=host.address,

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from forensics.durations import parse_duration
+from forensics.duration_input import parse_duration
 from forensics.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
 from forensics.fleet_report import FleetReport
 from forensics.inventory import ResolvedHost, load_inventory
@@ -27,7 +27,7 @@ from forensics.sweep import (
 )
 from forensics.sweep_lock import SweepLock
 from forensics.sweep_progress import SweepProgress
-from reports.fleet import FleetFormat, render_fleet
+from reports.sweep_summary import SweepFormat, render_sweep
 
 EXIT_BY_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
 
@@ -83,9 +83,9 @@ def _note_unwired(hosts: list[ResolvedHost]) -> None:
 
 
 def sweep_command(
-    inventory: Annotated[
-        Path, typer.Option("--inventory", "-i", help="The inventory file.")
-    ] = Path("inventory.yaml"),
+    inventory: Annotated[Path, typer.Option("--inventory", help="The inventory file.")] = Path(
+        "inventory.yaml"
+    ),
     group: Annotated[
         list[str] | None, typer.Option("--group", "-g", help="Only this group (repeatable).")
     ] = None,
@@ -104,13 +104,16 @@ def sweep_command(
         Path, typer.Option(help="Bundles go to OUT/<sweep id>/<host>/<UTC time>/.")
     ] = Path("forensics-bundles"),
     format: Annotated[
-        FleetFormat, typer.Option("--format", "-f", help="What goes to stdout.")
-    ] = FleetFormat.text,
+        SweepFormat, typer.Option("--format", "-f", help="What goes to stdout.")
+    ] = SweepFormat.text,
     history: Annotated[
         Path | None, typer.Option(help="History database (default OUT/history.sqlite).")
     ] = None,
     fail_on: Annotated[
-        str, typer.Option(help="Exit 1 when a host has a finding of at least: warning, critical.")
+        str,
+        typer.Option(
+            help="Exit 1 when a host has a finding of at least: warning, critical, never."
+        ),
     ] = "critical",
     allow_unreachable: Annotated[
         int, typer.Option(help="Exit 3 only when more hosts than this were not collected.")
@@ -138,11 +141,11 @@ def sweep_command(
 
     Examples:
 
-      forensics sweep                                  # ./inventory.yaml, all hosts
+      forensics sweep                            # every host of ./inventory.yaml
 
       forensics sweep --group vast --limit 'prover-*' --format json > fleet.json
 
-      forensics sweep --every 15m --jitter 30s         # in the foreground, until SIGTERM
+      forensics sweep --every 15m --jitter 30s   # until SIGTERM
     """
     threshold = _threshold(fail_on)
     if concurrency < 1:
@@ -190,7 +193,7 @@ def sweep_command(
 
 
 def _sweep_once(
-    sweep: Sweep, stop: StopRequest, format: FleetFormat, interruptible: bool
+    sweep: Sweep, stop: StopRequest, format: SweepFormat, interruptible: bool
 ) -> FleetReport:
     display = SweepProgress(Console(stderr=True), len(sweep.hosts)) if sys.stderr.isatty() else None
     sweep.observer = display or QuietObserver()
@@ -207,12 +210,12 @@ def _sweep_once(
     return report
 
 
-def _emit(report: FleetReport, format: FleetFormat, compact: bool) -> None:
-    if format is FleetFormat.json and compact:
+def _emit(report: FleetReport, format: SweepFormat, compact: bool) -> None:
+    if format is SweepFormat.json and compact:
         text = report.model_dump_json()
     else:
-        text = render_fleet(report, format)
+        text = render_sweep(report, format)
     sys.stdout.write(text.rstrip("\n") + "\n")
-    if format is FleetFormat.text:
+    if format is SweepFormat.text:
         sys.stdout.write(f"fleet report: {Path(report.directory) / FLEET_REPORT}\n")
     sys.stdout.flush()

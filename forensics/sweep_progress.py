@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from forensics.fleet_report import FleetHost
+from forensics.fleet_report import HostRun
 from forensics.inventory import ResolvedHost
 from reports.escaping import inert
 
@@ -58,7 +58,7 @@ class SweepProgress:
         self.in_flight += 1
         self.progress.update(self.task, in_flight=self.in_flight)
 
-    def host_finished(self, row: FleetHost) -> None:
+    def host_finished(self, row: HostRun) -> None:
         if row.started is not None:  # rows of hosts never started were never in flight
             self.in_flight = max(0, self.in_flight - 1)
         if not row.status.collected:

@@ -68,7 +68,9 @@ def _inventory(server: SshServer, path: Path, name: str) -> Path:
 
 
 def _sweep(inventory: Path, out: Path) -> dict:  # type: ignore[type-arg]
-    result = run_cli("sweep", "-i", str(inventory), "--out", str(out), "-f", "json", timeout=60)
+    result = run_cli(
+        "sweep", "--inventory", str(inventory), "--out", str(out), "-f", "json", timeout=60
+    )
     assert result.exit_code in (0, 1), result.stderr
     report = json.loads(result.stdout)
     (host,) = report["hosts"]
@@ -176,7 +178,7 @@ def test_a_corrupt_history_is_moved_aside_and_rebuilt_without_failing_the_sweep(
     out = tmp_path / "out"
     out.mkdir()
     (out / "history.sqlite").write_bytes(b"this is not a database, it is a torn write\n" * 100)
-    result = run_cli("sweep", "-i", str(inventory), "--out", str(out))
+    result = run_cli("sweep", "--inventory", str(inventory), "--out", str(out))
     assert result.exit_code == 0, result.stderr
     assert "history database" in result.stderr and "is unreadable" in result.stderr
     assert "moved it to" in result.stderr
@@ -191,13 +193,13 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from forensics.fingerprint import TrackedFinding
-from forensics.fleet_report import FleetHost, HostStatus
+from forensics.fleet_report import HostRun, HostStatus
 from forensics.models import Severity
 from forensics.store import History
 
 store = History.open(Path(sys.argv[1]), lambda message: print(message, file=sys.stderr))
 for number in range(40):
-    host = FleetHost(name=f"{sys.argv[2]}-{number}", address="h", status=HostStatus.ok,
+    host = HostRun(name=f"{sys.argv[2]}-{number}", address="h", status=HostStatus.ok,
                      started=datetime.now(UTC))
     findings = [TrackedFinding(fingerprint=f"{sys.argv[2]}{number}{k}", id="a.b",
                                severity=Severity.info, title="t") for k in range(3)]

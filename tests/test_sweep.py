@@ -79,8 +79,8 @@ def test_a_sweep_keeps_its_deadline_and_gives_each_host_its_own_status(
     out = tmp_path / "out"
     began = time.monotonic()
     result = run_cli(
-        "sweep", "-i", str(inventory), "--out", str(out), "--timeout", "4", "--format", "json",
-        timeout=60,
+        "sweep", "--inventory", str(inventory), "--out", str(out), "--timeout", "4",
+        "--format", "json", timeout=60,
     )  # fmt: skip
     elapsed = time.monotonic() - began
     assert result.exit_code == 3, result.stderr
@@ -110,14 +110,20 @@ def test_the_text_summary_counts_and_lists_the_hosts_not_collected(
     inventory = eight_hosts.write_inventory(
         tmp_path / "inventory.yaml", ["good-1", "closed", "refusing"]
     )
-    result = run_cli("sweep", "-i", str(inventory), "--out", str(tmp_path / "out"))
+    result = run_cli("sweep", "--inventory", str(inventory), "--out", str(tmp_path / "out"))
     assert result.exit_code == 3, result.stderr
     assert "collected 1 of 3 hosts" in result.stdout
     assert "not collected (2):" in result.stdout
     assert "  closed  unreachable: " in result.stdout
     assert "  refusing  auth_failed: " in result.stdout
     allowed = run_cli(
-        "sweep", "-i", str(inventory), "--out", str(tmp_path / "out"), "--allow-unreachable", "2"
+        "sweep",
+        "--inventory",
+        str(inventory),
+        "--out",
+        str(tmp_path / "out"),
+        "--allow-unreachable",
+        "2",
     )
     assert allowed.exit_code == 0, allowed.stderr
 
@@ -129,8 +135,8 @@ def test_sigint_keeps_finished_bundles_whole_and_lists_the_rest(
     inventory = eight_hosts.write_inventory(tmp_path / "inventory.yaml", order)
     out = tmp_path / "out"
     process = subprocess.Popen(
-        [sys.executable, "-m", "forensics", "sweep", "-i", str(inventory), "--out", str(out),
-         "--concurrency", "1", "--timeout", "60", "--grace", "1s"],
+        [sys.executable, "-m", "forensics", "sweep", "--inventory", str(inventory),
+         "--out", str(out), "--concurrency", "1", "--timeout", "60", "--grace", "1s"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -188,7 +194,9 @@ def test_proxy_jump_goes_through_the_bastion(eight_hosts: Fleet, tmp_path: Path)
         f"{os.environ.get('USER', 'root')}@127.0.0.1:{bastion.port}"
     )
     inventory.write_text(json.dumps(document))
-    result = run_cli("sweep", "-i", str(inventory), "--out", str(tmp_path / "out"), "-f", "json")
+    result = run_cli(
+        "sweep", "--inventory", str(inventory), "--out", str(tmp_path / "out"), "-f", "json"
+    )
     assert result.exit_code == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["hosts"][0]["status"] == "ok"
     deadline = time.monotonic() + 5
@@ -203,8 +211,8 @@ def test_a_second_scheduled_sweep_is_refused_and_sigterm_ends_the_first_cleanly(
     inventory = eight_hosts.write_inventory(tmp_path / "inventory.yaml", ["good-3"])
     out = tmp_path / "out"
     scheduled = subprocess.Popen(
-        [sys.executable, "-m", "forensics", "sweep", "-i", str(inventory), "--out", str(out),
-         "--every", "1s", "--jitter", "0.2s", "--format", "json"],
+        [sys.executable, "-m", "forensics", "sweep", "--inventory", str(inventory),
+         "--out", str(out), "--every", "1s", "--jitter", "0.2s", "--format", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -212,7 +220,7 @@ def test_a_second_scheduled_sweep_is_refused_and_sigterm_ends_the_first_cleanly(
         while len(list(out.glob("*/fleet.json"))) < 2:
             assert time.monotonic() < deadline, "two scheduled sweeps did not run within 30s"
             time.sleep(0.05)
-        second = run_cli("sweep", "-i", str(inventory), "--out", str(out))
+        second = run_cli("sweep", "--inventory", str(inventory), "--out", str(out))
         assert second.exit_code == 4
         assert f"pid {scheduled.pid}" in second.stderr
         assert "--every 1s" in second.stderr
@@ -238,7 +246,7 @@ def test_progress_is_drawn_on_a_terminal_and_not_in_a_pipe(
     inventory = eight_hosts.write_inventory(tmp_path / "inventory.yaml", ["good-4", "closed"])
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "forensics", "sweep", "-i", str(inventory), "--out",
+        [sys.executable, "-m", "forensics", "sweep", "--inventory", str(inventory), "--out",
          str(tmp_path / "out")],
         stdout=subprocess.PIPE, stderr=terminal, stdin=subprocess.DEVNULL,
         env={**os.environ, "COLUMNS": "150", "TERM": "xterm"},
@@ -262,7 +270,7 @@ def test_progress_is_drawn_on_a_terminal_and_not_in_a_pipe(
     assert "in flight" in shown
     assert "closed: unreachable" in shown
     assert b"in flight" not in stdout
-    piped = run_cli("sweep", "-i", str(inventory), "--out", str(tmp_path / "out2"))
+    piped = run_cli("sweep", "--inventory", str(inventory), "--out", str(tmp_path / "out2"))
     assert "in flight" not in piped.stderr
 
 
@@ -294,7 +302,7 @@ def test_a_tarpit_that_never_sends_a_banner_is_unreachable_within_its_connect_ti
         inventory.write_text(json.dumps(document))
         began = time.monotonic()
         result = run_cli(
-            "sweep", "-i", str(inventory), "--out", str(tmp_path / "out"), "-f", "json",
+            "sweep", "--inventory", str(inventory), "--out", str(tmp_path / "out"), "-f", "json",
             "--connect-timeout", "1",
         )  # fmt: skip
         elapsed = time.monotonic() - began

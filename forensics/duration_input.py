@@ -1,4 +1,4 @@
-"""Durations as operators write them: ``90``, ``90s``, ``15m``, ``1h30m``, ``2.5m``."""
+"""Durations as operators type them: ``90``, ``90s``, ``15m``, ``1h30m``, ``2.5m``."""
 
 from __future__ import annotations
 
@@ -22,18 +22,3 @@ def parse_duration(text: str) -> float | None:
     if not cleaned or not re.fullmatch(rf"(?:{_PART.pattern})+", cleaned):
         return None
     return float(sum(float(number) * _SECONDS[unit] for number, unit in _PART.findall(cleaned)))
-
-
-def describe_duration(seconds: float) -> str:
-    """The shortest honest way to say a duration.
-
-    >>> [describe_duration(seconds) for seconds in (900, 5400, 2.5, 90)]
-    ['15m', '1h30m', '2.5s', '1m30s']
-    """
-    if seconds < 60 or not float(seconds).is_integer():
-        return f"{seconds:g}s"
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [(hours, "h"), (minutes, "m"), (secs, "s")]
-    return "".join(f"{value}{unit}" for value, unit in parts if value)

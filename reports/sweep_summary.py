@@ -1,5 +1,6 @@
-"""Render a ``FleetReport``: a plain-text summary for the terminal and cron mail, JSON for
-scripts, and minimal Markdown and HTML pages (``templates/fleet.*.j2``)."""
+"""Render a ``FleetReport`` as ``sweep`` prints it: a plain-text summary for terminals and
+cron mail, JSON for scripts, and minimal Markdown and HTML pages (``templates/sweep.*.j2``,
+each environment escaping host text)."""
 
 from __future__ import annotations
 
@@ -13,31 +14,29 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from forensics.fleet_report import FleetHost, FleetReport
-from reports import TEMPLATES, markdown_environment
-from reports.escaping import inert
+from forensics.fleet_report import FleetReport, HostRun
+from reports.escaping import inert, markdown_inline
+
+TEMPLATES = Path(__file__).parent / "templates"
 
 
-class FleetFormat(enum.StrEnum):
+class SweepFormat(enum.StrEnum):
     text = "text"
     json = "json"
     md = "md"
     html = "html"
 
 
-def render_fleet(report: FleetReport, format: FleetFormat) -> str:
-    if format is FleetFormat.json:
+def render_sweep(report: FleetReport, format: SweepFormat) -> str:
+    if format is SweepFormat.json:
         return report.model_dump_json(indent=2)
-    if format is FleetFormat.md:
-        environment = markdown_environment()
-        environment.globals.update(headline=headline)
-        return environment.get_template("fleet.md.j2").render(report=report)
-    if format is FleetFormat.html:
-        return _html_environment().get_template("fleet.html.j2").render(report=report)
-    return render_fleet_text(report)
+    if format is SweepFormat.text:
+        return render_sweep_text(report)
+    markdown = format is SweepFormat.md
+    return _environment(markdown).get_template(f"sweep.{format.value}.j2").render(report=report)
 
 
-def headline(host: FleetHost) -> str:
+def host_line(host: HostRun) -> str:
     """One line for one host: why it was not collected, or its worst finding."""
     if not host.status.collected:
         return host.reason or host.status.value
@@ -48,7 +47,7 @@ def headline(host: FleetHost) -> str:
     return first.title + (f" (+{more} more)" if more else "")
 
 
-def render_fleet_text(report: FleetReport, width: int = 120) -> str:
+def render_sweep_text(report: FleetReport, width: int = 120) -> str:
     buffer = io.StringIO()
     console = Console(
         file=buffer, width=width, force_terminal=False, color_system=None, soft_wrap=True
@@ -77,8 +76,8 @@ def render_fleet_text(report: FleetReport, width: int = 120) -> str:
             console.print(
                 Text(
                     f"  {count.severity.value:<8} {count.id}: {count.hosts} "
-                    f"host{'s' if count.hosts != 1 else ''}, {count.findings} finding"
-                    f"{'s' if count.findings != 1 else ''}"
+                    f"host{'s' if count.hosts != 1 else ''}, {count.total} finding"
+                    f"{'s' if count.total != 1 else ''}"
                 )
             )
     _print_changes(console, report)
@@ -93,7 +92,7 @@ def render_fleet_text(report: FleetReport, width: int = 120) -> str:
             Text(host.status.value),
             Text(host.worst.value if host.worst is not None else "-"),
             Text(f"{duration:.1f}s" if duration is not None else "-"),
-            Text(inert(headline(host))),
+            Text(inert(host_line(host))),
         )
     console.print(table, soft_wrap=False, width=width)
     return buffer.getvalue()
@@ -127,14 +126,16 @@ def _utc(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "unknown"
 
 
-def _html_environment() -> Environment:
+def _environment(markdown: bool) -> Environment:
+    """Markdown: no HTML autoescape, every host string through ``md``; HTML: autoescape."""
     environment = Environment(
-        loader=FileSystemLoader(Path(TEMPLATES)),
-        autoescape=True,
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=not markdown,
         undefined=StrictUndefined,
+        keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    environment.filters.update(utc=_utc, inert=inert)
-    environment.globals.update(headline=headline)
+    environment.filters.update(utc=_utc, inert=inert, md=markdown_inline)
+    environment.globals.update(host_line=host_line)
     return environment

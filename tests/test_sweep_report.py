@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from forensics.fingerprint import Changes, track
-from forensics.fleet_report import FleetHost, FleetReport, HostStatus, count_findings, host_order
+from forensics.fleet_report import FleetReport, HostRun, HostStatus, count_findings, host_order
 from forensics.host_report import HostReport
 from forensics.models import EvidenceRef, Finding, Severity, Target
 from forensics.sweep_cli import exit_status
-from reports.fleet import FleetFormat, render_fleet
+from reports.sweep_summary import SweepFormat, render_sweep
 
 STARTED = datetime(2026, 11, 29, 20, 15, 3, tzinfo=UTC)
 HOSTILE = "<script>alert(1)</script>|`x`"
@@ -29,7 +29,7 @@ def _finding(severity: Severity, pid: int, title: str = "cuzk (pid 4242) is a zo
     )
 
 
-def _host(name: str, status: HostStatus, findings: list[Finding] | None = None) -> FleetHost:
+def _host(name: str, status: HostStatus, findings: list[Finding] | None = None) -> HostRun:
     report = None
     if findings is not None:
         report = HostReport(
@@ -41,7 +41,7 @@ def _host(name: str, status: HostStatus, findings: list[Finding] | None = None) 
             findings=findings,
         )
     changes = Changes(new=track(findings, name)) if findings else None
-    return FleetHost(
+    return HostRun(
         name=name,
         address=f"root@127.0.0.1:{len(name)}",
         status=status,
@@ -78,7 +78,7 @@ def _report(interrupted_by: str | None = None) -> FleetReport:
 
 def test_counts_by_finding_id_say_how_many_hosts_and_how_many_findings() -> None:
     (count,) = _report().finding_counts
-    assert (count.id, count.severity, count.hosts, count.findings) == (
+    assert (count.id, count.severity, count.hosts, count.total) == (
         "process.zombie",
         Severity.critical,
         2,
@@ -86,19 +86,19 @@ def test_counts_by_finding_id_say_how_many_hosts_and_how_many_findings() -> None
     )
 
 
-def test_hosts_not_collected_come_first_then_the_worst() -> None:
-    assert [host.name for host in _report().hosts] == ["gpu-d", "gpu-a", HOSTILE, "gpu-c"]
+def test_hosts_are_worst_first_and_not_collected_ranks_between_critical_and_warning() -> None:
+    assert [host.name for host in _report().hosts] == ["gpu-a", "gpu-d", HOSTILE, "gpu-c"]
 
 
 def test_text_summary_says_how_many_were_collected_and_what_is_new() -> None:
-    text = render_fleet(_report(), FleetFormat.text)
+    text = render_sweep(_report(), SweepFormat.text)
     assert "collected 3 of 4 hosts in 9.0s" in text
     assert "  gpu-d  unreachable: gpu-d: cannot connect" in text
     assert "critical process.zombie: 2 hosts, 3 findings" in text
 
 
 def test_markdown_keeps_its_tables_whole_with_hostile_names() -> None:
-    text = render_fleet(_report(), FleetFormat.md)
+    text = render_sweep(_report(), SweepFormat.md)
     assert text.startswith("# Fleet sweep 20261129T201503Z-ab12")
     assert "<script>" not in text
     tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("| ")]
@@ -108,7 +108,7 @@ def test_markdown_keeps_its_tables_whole_with_hostile_names() -> None:
 
 
 def test_html_is_escaped() -> None:
-    text = render_fleet(_report(), FleetFormat.html)
+    text = render_sweep(_report(), SweepFormat.html)
     assert "<script>alert" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "Collected 3 of 4 hosts" in text
