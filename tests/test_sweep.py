@@ -195,8 +195,9 @@ def test_proxy_jump_goes_through_the_bastion(eight_hosts: Fleet, tmp_path: Path)
     )
     inventory.write_text(json.dumps(document))
     result = run_cli(
-        "sweep", "--inventory", str(inventory), "--out", str(tmp_path / "out"), "-f", "json"
-    )
+        "sweep", "--inventory", str(inventory), "--out", str(tmp_path / "out"), "-f", "json",
+        "--fail-on", "never",
+    )  # fmt: skip
     assert result.exit_code == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["hosts"][0]["status"] == "ok"
     deadline = time.monotonic() + 5
