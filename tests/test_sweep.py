@@ -38,13 +38,14 @@ FAILING = {
 @pytest.fixture(scope="module")
 def eight_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     """Four good hosts, and one each with a closed port, a refused key, a changed host key,
-    and a session that hangs (ForceCommand sleeps)."""
+    and a session that hangs (ForceCommand sleeps; 30 s, so no session outlives the tests
+    for long: sshd's session processes leave its process group, and stop() cannot reach them)."""
     if not sshd_available():
         pytest.skip("OpenSSH server not installed (apt-get install openssh-server)")
     with fleet(tmp_path_factory.mktemp("fleet")) as made:
         made.add("good-1")
         made.add("good-2")
-        made.add("hanging", force_command="sleep 120")
+        made.add("hanging", force_command="sleep 30")
         made.add("good-3")
         made.add("closed", listening=False)
         made.add("refusing", refuse_key=True)
