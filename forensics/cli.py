@@ -21,9 +21,12 @@ from forensics.errors import (
     ForensicsError,
     UsageError,
 )
+from forensics.history_cli import diff_command, history_command
 from forensics.host_report import HostReport
+from forensics.inventory_cli import app as inventory_app
 from forensics.log_options import log_options
 from forensics.models import CollectOptions, Severity
+from forensics.sweep_cli import sweep_command
 from forensics.targets import parse_target
 from forensics.thresholds import parse_thresholds
 from reports import Format, render_host
@@ -225,6 +228,12 @@ def schema_command() -> None:
 def version_command() -> None:
     """Print the tool's version."""
     sys.stdout.write(f"forensics {__version__}\n")
+
+
+app.command("sweep")(sweep_command)
+app.command("history")(history_command)
+app.command("diff")(diff_command)
+app.add_typer(inventory_app, name="inventory")
 
 
 def main() -> None:

@@ -47,6 +47,9 @@ class Target(Frozen):
     user: str | None = None
     identity: str | None = Field(default=None, description="Private key file.")
     ssh_config: str | None = None
+    proxy_jump: str | None = Field(
+        default=None, description="Jump hosts, as ssh -J: [user@]host[:port][,...]."
+    )
     known_hosts: str | None = None
     accept_new_host_key: bool = False
     connect_timeout: float = Field(default=10.0, gt=0)

@@ -188,11 +188,22 @@ def _connection(target: Target) -> Connection:
         connect_kwargs["look_for_keys"] = False
         connect_kwargs["allow_agent"] = False
     assert target.host is not None
+    gateway = None
+    for hop in (target.proxy_jump or "").split(","):
+        if hop.strip():
+            gateway = Connection(
+                hop.strip(),
+                config=config,
+                gateway=gateway,
+                connect_timeout=target.connect_timeout,
+                connect_kwargs=connect_kwargs,
+            )
     return Connection(
         target.host,
         user=target.user,
         port=target.port,
         config=config,
+        gateway=gateway,
         connect_timeout=target.connect_timeout,
         connect_kwargs=connect_kwargs,
     )

@@ -1,0 +1,183 @@
+"""The inventory: the worked example is valid, levels resolve in order, and every mistake is
+reported as file:line: field: problem with exit status 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forensics.inventory import InventoryError, load_inventory, parse_inventory
+from tests.conftest import run_cli
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_worked_example_at_the_repo_root_is_valid_and_resolves_every_group() -> None:
+    result = run_cli("inventory", "check", str(REPO / "inventory.yaml"), "--json")
+    assert result.exit_code == 0, result.stderr
+    resolved = json.loads(result.stdout)
+    hosts = {host["name"]: host for host in resolved["hosts"]}
+    assert set(resolved["groups"]) == {"vast", "metal", "lab"}
+    # vast.ai: two hosts behind one proxy host on different ports are different hosts
+    assert hosts["prover-a"]["target"]["host"] == hosts["prover-b"]["target"]["host"]
+    assert hosts["prover-a"]["target"]["port"] != hosts["prover-b"]["target"]["port"]
+    assert hosts["prover-a"]["target"]["user"] == "root"
+    assert hosts["metal-01"]["target"]["proxy_jump"] == "ops@bastion.example.net:2222"
+    assert hosts["lab-gpu-1.example.net"]["sudo"] is True
+    assert "lab-gpu-2.example.net:2222" in hosts
+    assert hosts["prover-c"]["timeout_s"] == 300
+
+
+def test_check_prints_the_resolved_hosts_and_what_is_not_wired_yet() -> None:
+    result = run_cli("inventory", "check", str(REPO / "inventory.yaml"))
+    assert result.exit_code == 0, result.stderr
+    assert "8 hosts in 3 groups, valid" in result.stdout
+    assert "ops@bastion.example.net:2222" in result.stdout
+    assert "not used by this version's probes yet" in result.stdout
+    assert "sudo (2 hosts)" in result.stdout
+
+
+def test_host_settings_win_over_group_and_group_over_defaults(tmp_path: Path) -> None:
+    inventory = parse_inventory(
+        "defaults: {user: root, timeout: 2m, focus: cuzk, identity: keys/id}\n"
+        "groups:\n"
+        "  g:\n"
+        "    user: ops\n"
+        "    connect_timeout: 90s\n"
+        "    hosts:\n"
+        "      - {host: 10.0.0.1, timeout: 30, tags: [gpu]}\n"
+        "      - {host: 10.0.0.1, port: 2222}\n"
+        "hosts:\n"
+        "  - {name: lone, host: 10.0.0.9, probes: [system]}\n",
+        tmp_path / "inventory.yaml",
+    )
+    first, second, lone = inventory.hosts
+    assert (first.name, first.target.user, first.timeout_s) == ("10.0.0.1", "ops", 30)
+    assert first.target.connect_timeout == 90
+    assert (second.name, second.timeout_s, second.group) == ("10.0.0.1:2222", 120, "g")
+    assert (lone.target.user, lone.options.probes, lone.options.focus) == (
+        "root",
+        ("system",),
+        "cuzk",
+    )
+    assert lone.target.identity == str(tmp_path / "keys/id")
+    assert [host.name for host in inventory.select(limits=["gpu"])] == ["10.0.0.1"]
+    assert [host.name for host in inventory.select(groups=["g"])] == ["10.0.0.1", "10.0.0.1:2222"]
+
+
+def test_env_is_expanded_in_local_paths_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEET_KEYS", "/srv/keys")
+    inventory = parse_inventory(
+        "hosts:\n  - {host: h, identity: '${FLEET_KEYS}/id', known_hosts: ~/kh}\n",
+        tmp_path / "inventory.yaml",
+    )
+    assert inventory.hosts[0].target.identity == "/srv/keys/id"
+    assert not inventory.hosts[0].target.known_hosts.startswith("~")  # type: ignore[union-attr]
+    with pytest.raises(InventoryError, match=r"inventory.yaml:2: hosts\[0\].user: \$\{...\}"):
+        parse_inventory("hosts:\n  - {host: h, user: '${USER}'}\n", tmp_path / "inventory.yaml")
+    with pytest.raises(InventoryError, match=r":2: hosts\[0\].identity: .*NOT_SET_9 is not set"):
+        parse_inventory(
+            "hosts:\n  - {host: h, identity: '${NOT_SET_9}/id'}\n", tmp_path / "inventory.yaml"
+        )
+
+
+BAD_INVENTORIES = [
+    (
+        "unknown field",
+        "defaults:\n  user: root\n  prot: 22\nhosts:\n  - host: a\n",
+        "inventory.yaml:3: defaults.prot: unknown field (did you mean 'port'?)",
+    ),
+    (
+        "bad port",
+        "hosts:\n  - host: a\n  - host: b\n  - name: c\n    host: c\n    port: abc\n",
+        "inventory.yaml:6: hosts[2].port: must be 1..65535, got 'abc'",
+    ),
+    (
+        "port out of range in a group",
+        "groups:\n  vast:\n    port: 70000\n    hosts:\n      - host: a\n",
+        "inventory.yaml:3: groups.vast.port: must be 1..65535, got 70000",
+    ),
+    (
+        "duplicate name",
+        "hosts:\n  - name: gpu-a\n    host: a\n  - name: gpu-a\n    host: b\n",
+        "inventory.yaml:4: hosts[1].name: duplicate host name 'gpu-a' (first at line 2)",
+    ),
+    (
+        "YAML syntax",
+        "hosts:\n  - name: a\n    host: [a\n  - name: b\n",
+        "inventory.yaml:4: YAML syntax: expected ',' or ']', but got ':'",
+    ),
+    (
+        "duplicate key",
+        "hosts:\n  - host: a\n    port: 22\n    port: 23\n",
+        "inventory.yaml:4: hosts[0].port: duplicate key (first at line 3)",
+    ),
+    (
+        "a secret",
+        "hosts:\n  - host: a\n    password: hunter2\n",
+        "inventory.yaml:3: hosts[0].password: secrets do not belong in the inventory",
+    ),
+    (
+        "missing host",
+        "hosts:\n  - name: a\n    port: 22\n",
+        "inventory.yaml:2: hosts[0].host: required field is missing",
+    ),
+    (
+        "unknown probe",
+        "defaults:\n  probes: [system, teleport]\nhosts:\n  - host: a\n",
+        "inventory.yaml:2: defaults.probes: unknown probe 'teleport'",
+    ),
+    ("not a mapping", "- host: a\n", "inventory.yaml:1: (top level): expected a mapping"),
+    ("empty", "# nothing\n", "inventory.yaml:1: the inventory is empty"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [(text, message) for _, text, message in BAD_INVENTORIES],
+    ids=[case for case, _, _ in BAD_INVENTORIES],
+)
+def test_inventory_errors_name_file_line_and_field(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(InventoryError) as raised:
+        parse_inventory(text, tmp_path / "inventory.yaml")
+    assert f"{tmp_path}/{message}" in raised.value.message
+
+
+@pytest.mark.parametrize("case", ["unknown field", "bad port", "duplicate name", "YAML syntax"])
+def test_the_command_line_prints_the_error_and_exits_2(tmp_path: Path, case: str) -> None:
+    (text, message) = next((t, m) for c, t, m in BAD_INVENTORIES if c == case)
+    path = tmp_path / "inventory.yaml"
+    path.write_text(text)
+    result = run_cli("inventory", "check", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"forensics: {tmp_path}/{message}")
+    assert "Traceback" not in result.stderr
+
+
+def test_sweep_refuses_a_bad_inventory_before_touching_any_host(tmp_path: Path) -> None:
+    path = tmp_path / "inventory.yaml"
+    path.write_text("hosts:\n  - host: 127.0.0.1\n    port: 0\n")
+    result = run_cli("sweep", "--inventory", str(path), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    assert "inventory.yaml:3: hosts[0].port: must be 1..65535, got 0" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_inventory_says_how_to_pass_one(tmp_path: Path) -> None:
+    with pytest.raises(InventoryError, match="no such inventory; pass --inventory FILE"):
+        load_inventory(tmp_path / "inventory.yaml")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("hosts:-[]{}&*!| \n\t'\"#name22port$"))))
+def test_any_text_is_an_inventory_or_an_inventory_error(text: str) -> None:
+    try:
+        parse_inventory(text, Path("inventory.yaml"))
+    except InventoryError as error:
+        assert error.message.startswith("inventory.yaml")
