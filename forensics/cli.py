@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -64,7 +65,9 @@ def _check_regex(focus: str | None) -> None:
     if focus is None:
         return
     try:
-        re.compile(focus)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            re.compile(focus)
     except re.error as error:
         raise UsageError(f"--focus: not a valid regular expression: {error}") from error
 

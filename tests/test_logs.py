@@ -126,7 +126,8 @@ def test_stale_log_beside_a_live_process_is_found_through_its_open_files(
     tmp_path: Path, writer: tuple[subprocess.Popen[bytes], str, Path]
 ) -> None:
     process, name, log = writer
-    os.utime(log, (TWO_HOURS_AGO, TWO_HOURS_AGO))
+    two_hours_ago = time.time() - 7200
+    os.utime(log, (two_hours_ago, two_hours_ago))
 
     report = _report(
         "collect", "local", "--probe", "logs", "--out", str(tmp_path / "out"), "--focus", name

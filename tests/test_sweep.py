@@ -212,10 +212,13 @@ def test_a_second_scheduled_sweep_is_refused_and_sigterm_ends_the_first_cleanly(
 ) -> None:
     inventory = eight_hosts.write_inventory(tmp_path / "inventory.yaml", ["good-3"])
     out = tmp_path / "out"
+    # Reports go to a file: each one is larger than a pipe's buffer, and nobody reads the
+    # pipe until the end.
+    report_file = (tmp_path / "reports.jsonl").open("w")
     scheduled = subprocess.Popen(
         [sys.executable, "-m", "forensics", "sweep", "--inventory", str(inventory),
          "--out", str(out), "--every", "1s", "--jitter", "0.2s", "--format", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        stdout=report_file, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
@@ -227,11 +230,13 @@ def test_a_second_scheduled_sweep_is_refused_and_sigterm_ends_the_first_cleanly(
         assert f"pid {scheduled.pid}" in second.stderr
         assert "--every 1s" in second.stderr
         scheduled.send_signal(signal.SIGTERM)
-        stdout, stderr = scheduled.communicate(timeout=30)
+        _, stderr = scheduled.communicate(timeout=30)
     finally:
         if scheduled.poll() is None:
             scheduled.kill()
             scheduled.wait()
+        report_file.close()
+    stdout = (tmp_path / "reports.jsonl").read_text()
     assert scheduled.returncode == 0, stderr
     reports = [json.loads(line) for line in stdout.splitlines()]
     assert len(reports) >= 2
