@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from forensics import __version__, bundle
+from forensics import __version__, bundle, lint_script
 from forensics.analysis import analyze
 from forensics.collect import collect
 from forensics.errors import (
@@ -113,6 +113,13 @@ def collect_command(
     fail_on: Annotated[
         str, typer.Option(help="Exit 1 when a finding is at least: warning, critical, never.")
     ] = "critical",
+    script: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A shell script on the host to read and check for masked exit statuses "
+            "(repeatable; relative paths start at the login directory)."
+        ),
+    ] = None,
 ) -> None:
     """Collect one host into an evidence bundle and print what it shows.
 
@@ -137,7 +144,8 @@ def collect_command(
         accept_new_host_key=accept_new_host_key,
         connect_timeout=connect_timeout,
     )
-    options = CollectOptions(focus=focus, probes=tuple(probe or ()))
+    scripts = [os.path.abspath(p) if parsed.is_local else p for p in script or ()]
+    options = CollectOptions(focus=focus, probes=tuple(probe or ()), scripts=tuple(scripts))
     report = collect(parsed, options, out, timeout)
     _emit(report, format)
     raise typer.Exit(_exit_status(report, threshold))
@@ -158,6 +166,9 @@ def analyze_command(
     report = analyze(manifest, captures, bundle=str(bundle_path))
     _emit(report, format)
     raise typer.Exit(_exit_status(report, threshold))
+
+
+app.command("lint-script")(lint_script.lint_script_command)
 
 
 @app.command("schema")

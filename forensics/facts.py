@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from probes.scripts import ScriptFacts
 from probes.system import SystemFacts
 
 
@@ -11,3 +12,4 @@ class Facts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     system: SystemFacts | None = None
+    scripts: ScriptFacts | None = None

@@ -63,6 +63,10 @@ class CollectOptions(Frozen):
         default=None, description="Regex on process name or command line: the process in question."
     )
     probes: tuple[str, ...] = Field(default=(), description="Probe names to run; empty means all.")
+    scripts: tuple[str, ...] = Field(
+        default=(),
+        description="Shell scripts to read on the host (--script), besides running ones.",
+    )
 
 
 class SectionSpec(Frozen):

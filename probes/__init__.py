@@ -4,9 +4,9 @@ that a deadline late in the run loses the least."""
 from typing import Any
 
 from forensics.probe import Probe
-from probes import system
+from probes import scripts, system
 
-PROBES: tuple[Probe[Any], ...] = (system.PROBE,)
+PROBES: tuple[Probe[Any], ...] = (system.PROBE, scripts.PROBE)
 
 
 def by_name(names: tuple[str, ...]) -> tuple[Probe[Any], ...]:
