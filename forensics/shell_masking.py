@@ -672,7 +672,7 @@ class _Walker:
 
     def pipefail_note(self) -> str:
         if self.dialect in ("sh", "unknown"):
-            return "   # needs pipefail: bash, busybox sh or dash >= 0.5.13"
+            return "   # needs a shell with pipefail: bash, busybox sh, zsh, ksh (dash 0.5.12 has none)"
         return ""
 
 
@@ -698,11 +698,14 @@ def _swallow_word(item: AndOr) -> str:
 def _is_noise(unit: _Unit, deliberate: bool = True) -> bool:
     """A command whose own status nobody means to test (``echo``, ``log``, ``x=1``);
     ``deliberate=False`` leaves out ``true``/``false``/``:``, used to set a status."""
-    if isinstance(unit, _Marker) or unit.rest or len(unit.first.commands) != 1:
+    if isinstance(unit, _Marker) or unit.rest or unit.first.negated or not unit.first.commands:
         return False
-    if unit.first.negated:
-        return False
-    command = unit.first.commands[0]
+    *feeders, last = unit.first.commands
+    if feeders:  # `echo done | tee -a log` says nothing either
+        return _is_noise(AndOr(first=Pipeline([*feeders], False, unit.line)), deliberate) and (
+            isinstance(last, Simple) and (_first_name_of(last) or "") in _SINKS
+        )
+    command = last
     if not isinstance(command, Simple):
         return False
     words = [token.text for token in command.words]
