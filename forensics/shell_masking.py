@@ -672,7 +672,7 @@ class _Walker:
 
     def pipefail_note(self) -> str:
         if self.dialect in ("sh", "unknown"):
-            return "   # needs a shell with pipefail: bash, busybox sh, zsh, ksh (dash 0.5.12 has none)"
+            return "   # needs pipefail: bash, busybox sh, zsh, ksh (dash 0.5.12 has none)"
         return ""
 
 
