@@ -106,12 +106,12 @@ class MaskingAnalysis(BaseModel):
 
 
 _TITLES = {
-    "negated_status_read": "`if ! cmd | tee ...` then `$?`: the `!` leaves $? at 0",
-    "pipeline_without_pipefail": "`cmd | tee log` without pipefail: tee's status wins",
-    "status_read_late": "`$?` read after another command ran",
-    "pipestatus_read_late": "`PIPESTATUS` read after another command ran",
-    "status_discarded": "`cmd || true`: every exit status becomes success",
-    "retry_on_masked_status": "retry loop decided by a masked exit status",
+    "negated_status_read": "`if ! cmd | tee` then `$?`",
+    "pipeline_without_pipefail": "`cmd | tee` without pipefail",
+    "status_read_late": "`$?` read after another command",
+    "pipestatus_read_late": "`PIPESTATUS` read after another command",
+    "status_discarded": "`cmd || true` around the daemon",
+    "retry_on_masked_status": "retry loop on a masked status",
 }
 
 

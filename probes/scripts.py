@@ -243,7 +243,8 @@ class ShellProcess(BaseModel):
         return bool(self.zombie_children)
 
     @property
-    def supervises_focus(self) -> bool:
+    def supervises_zombie_or_focus(self) -> bool:
+        """The parent of a zombie, or the focus process or one of its ancestors."""
         return self.is_focus or self.ancestor_of_focus or self.has_zombie_child
 
 
@@ -508,22 +509,28 @@ def rules(facts: ScriptFacts, context: RuleContext) -> list[Finding]:
 
 def _masked(script: ScriptFile, checked: ScriptLint, facts: ScriptFacts) -> Finding:
     issues = checked.masking.issues
-    supervisors = [p for p in script.processes if p.supervises_focus]
+    supervisors = [p for p in script.processes if p.supervises_zombie_or_focus]
     severity = Severity.critical if supervisors else Severity.warning
     first = issues[0]
-    more = f" and {len(issues) - 1} more" if len(issues) > 1 else ""
+    more = f", and {len(issues) - 1} more place(s)" if len(issues) > 1 else ""
     lines = []
     for issue in issues:
         agreeing = ", ".join(f"SC{code}" for code in checked.agreeing(issue))
+        fix = "`, then `".join(part.strip() for part in issue.corrected.split("\n"))
         lines.append(
-            f"Line {issue.line} ({issue.title}): {issue.explanation} "
-            f"Fix: `{issue.corrected}`" + (f" (ShellCheck agrees: {agreeing})" if agreeing else "")
+            f"Line {issue.line} ({issue.title}): {issue.explanation} Fix: `{fix}`."
+            + (f" (ShellCheck agrees: {agreeing}.)" if agreeing else "")
         )
     who = _who(script)
+    if script.processes:
+        source = "the file the shell is running" + (
+            " (its open fd 255)" if script.read_via == "fd255" else ""
+        )
+    else:
+        source = f"{script.path} as read on the host"
     certainty = (
-        "The lines come from the file the shell is running"
-        + (" (its open fd 255)" if script.read_via == "fd255" else "")
-        + "; the patterns are certain from the text, whether they fired depends on the run."
+        f"The lines come from {source}; the patterns are certain from the text, whether "
+        "they fired depends on the run."
     )
     if script.truncated:
         certainty += f" Only the first {MAX_BYTES} bytes were read."
@@ -645,11 +652,16 @@ def _lint(script: ScriptFile, checked: ScriptLint) -> Finding | None:
         parts.append("The file: " + "; ".join(shape_notes) + ".")
     if script.truncated:
         parts.append(f"Only its first {MAX_BYTES} bytes were read and checked.")
+    if notes:
+        title = f"{script.path}: ShellCheck has {len(notes)} note(s) on error handling"
+    elif problem is not None:
+        title = f"{script.path}: not checked by ShellCheck, only by the masking rules"
+    else:
+        title = f"{script.path}: " + (shape_notes[0] if shape_notes else "only partly read")
     return Finding(
         id="script.lint",
         severity=Severity.info,
-        title=f"{script.path}: {len(notes)} error-handling lint(s)"
-        + (" (ShellCheck did not run)" if problem else ""),
+        title=title,
         explanation=" ".join(parts),
         next_steps=[f"Review locally: forensics lint-script {script.path}"],
         subject={

@@ -317,3 +317,66 @@ def test_a_truncated_scripts_section_keeps_what_came_whole(tmp_path: Path) -> No
     assert script.truncated is True
     assert [issue.line for issue in script.analysis.issues] == [2, 3]  # type: ignore[union-attr]
     assert sys.getrecursionlimit() >= 1000
+
+
+POSIX_WRAPPER = """\
+#!/bin/sh
+set -e
+if ! python3 -c 'import time; time.sleep(60)' "$MARKER" | tee -a daemon.log; then
+  echo "daemon failed: $?"
+fi
+"""
+
+
+def test_dash_wrappers_are_read_from_their_directory_and_a_deleted_one_is_reported(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    """dash keeps no fd 255: the path is resolved in /proc/PID/cwd; a script deleted
+    under a running shell is a clear fact, not a crash."""
+    marker = f"dash-marker-{os.getpid()}"
+    kept, doomed = tmp_path / "kept", tmp_path / "doomed"
+    for directory in (kept, doomed):
+        directory.mkdir()
+        (directory / "run.sh").write_text(POSIX_WRAPPER)
+    with (
+        running(["dash", "run.sh"], kept, {"MARKER": f"{marker}-kept"}) as kept_run,
+        running(["dash", "run.sh"], doomed, {"MARKER": f"{marker}-doomed"}) as doomed_run,
+    ):
+        wait_for(lambda: all(len(children(r.pid)) == 2 for r in (kept_run, doomed_run)), "daemons")
+        (doomed / "run.sh").unlink()
+        status, report, _ = collect(
+            sshd.target_args(), tmp_path / "out", "--focus", f"{marker}-(kept|doomed)"
+        )
+
+    scripts = {s["path"]: s for s in report["facts"]["scripts"]["scripts"]}
+    read = scripts[str(kept / "run.sh")]
+    assert read["read_via"] == "cwd" and read["processes"][0]["interpreter"] == "dash"
+    assert read["analysis"]["dialect"] == "dash"
+    (masked,) = findings(report, "script.exit_status_masked", kept / "run.sh")
+    assert masked["subject"]["lines"] == [3, 4] and masked["severity"] == "critical"
+    assert "dash has no pipefail" in masked["explanation"]
+    gone = scripts[str(doomed / "run.sh")]
+    assert gone["unavailable"].startswith("no such file on the host")
+    (unchecked,) = findings(report, "script.lint", doomed / "run.sh")
+    assert f"ls -l /proc/{doomed_run.pid}/fd" in unchecked["next_steps"][0]
+    assert status == 1
+
+
+def test_a_focus_regex_grep_rejects_is_reported_and_the_rest_still_runs(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    _, report, _ = collect(sshd.target_args(), tmp_path / "out", "--focus", "cuzk[")
+    facts = report["facts"]["scripts"]
+    assert facts["focus_error"] and "grep" in facts["focus_error"]
+    assert facts["focus_matches"] == [] and facts["zombie_count"] is not None
+
+
+def test_analyze_replays_a_scripts_bundle_to_the_same_findings(
+    story_wrapper: Wrapper, sshd: SshServer, tmp_path: Path
+) -> None:
+    _, report, bundle = collect(sshd.target_args(), tmp_path / "out", "--probe", "scripts")
+    replay = run_cli("analyze", str(bundle), "--format", "json")
+    assert replay.exit_code == 1, replay.stderr
+    again = json.loads(replay.stdout)
+    assert again["findings"] == report["findings"]
+    assert findings(again, "script.exit_status_masked", story_wrapper.script)

@@ -179,3 +179,30 @@ def test_shell_like_text_never_raises(text: str) -> None:
 @given(st.text(max_size=400), st.sampled_from([None, "bash", "dash", "zsh", "weird"]))
 def test_arbitrary_text_never_raises(text: str, interpreter: str | None) -> None:
     find_masking(text, interpreter=interpreter, focus=text[:5] or None, supervised=[text[:3]])
+
+
+RECORD_LINES = st.sampled_from(
+    ["scripts 1 262144 6", "zombie 12 10 bash", "zombie x y", "zombies 3", "focus 12",
+     "process 10 1 zombie_parent focus", "process 11 x", "comm 0", "comm 2", "cmdline 0",
+     "bash\x00-e\x00x.sh\x00", "script_index 2", "script_index x", "arg 0", "x.sh", "cwd 0",
+     "path 0", "/x.sh (deleted)", "via fd255", "size 12", "size x", "content 1", "content 99",
+     "echo $?", "same", "error missing", "error cap", "requested", "skipped 4", "gone 3",
+     "no_script 0", "stdin", "focus_error 0", "", "if ! a | tee l; then"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(RECORD_LINES, st.text(max_size=30)), max_size=60))
+def test_the_scripts_parser_never_raises(lines: list[str]) -> None:
+    from forensics.models import CollectOptions, SectionResult
+    from forensics.probe import Captured
+    from probes.scripts import parse
+
+    text = "\n".join(["scripts 1 262144 6", *lines])
+    result = SectionResult(
+        name="scripts", command="", exit_status=0, duration_s=0.1, bytes=len(text),
+        truncated=False, timed_out=False, finished=True,
+    )  # fmt: skip
+    facts = parse({"scripts": Captured(result=result, text=text)}, CollectOptions(focus="a("))
+    for script in facts.scripts:
+        assert script.content is not None or script.unavailable is not None
