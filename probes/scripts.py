@@ -26,29 +26,32 @@ count (``NAME COUNT``, then COUNT lines, then a last partial line and a newline)
 script content can fake a record::
 
     scripts 1 262144 6
-    zombie 4242 4240 python3
+    zombie 28151 28149 python3
     zombies 1
-    process 4240 4102 zombie_parent
+    process 28149 1 zombie_parent
     comm 0
     bash
     cmdline 0
-    bash^@bench.sh^@--rounds^@3^@
+    bash^@w.sh^@
     script_index 1
     arg 0
-    bench.sh
+    w.sh
     cwd 0
-    /srv/cuzk
+    /tmp/i6-9754
     path 0
-    /srv/cuzk/bench.sh
+    /tmp/i6-9754/w.sh
     via fd255
-    size 231
-    content 9
+    size 95
+    content 5
     #!/usr/bin/env bash
-    ...
+    set -euo pipefail
+    if ! python3 zl.py 3 | tee log; then
+      echo "exit $?"
+    fi
 
-(``^@`` is a NUL byte.) Parsing is pure and also runs the masking rules of
-``forensics/shell_masking.py`` on each script; ShellCheck is run by ``rules``, on this
-side, as a separate analysis step (``forensics/shellcheck.py``).
+(``^@`` is a NUL byte; a bash wrapper waiting on its ``Zl`` daemon.) Parsing is pure and
+also runs the masking rules of ``forensics/shell_masking.py`` on each script; ShellCheck
+is run by ``rules``, on this side, as a separate analysis step (``forensics/shellcheck.py``).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from forensics.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
 from forensics.probe import Captures, Probe, RuleContext, unavailable_reason
@@ -238,6 +241,7 @@ class ShellProcess(BaseModel):
     ancestor_of_focus: bool = False
     record_line: int = Field(description="Line of its record in the raw section.")
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def has_zombie_child(self) -> bool:
         return bool(self.zombie_children)

@@ -116,7 +116,7 @@ def story_wrapper(tmp_path: Path) -> Iterator[Wrapper]:
     script.write_text(BENCHMARK)
     daemon, log, release = tmp_path / "daemon.py", tmp_path / "bench.log", tmp_path / "release"
     daemon.write_text(DAEMON)
-    argv = ["bash", "benchmark.sh", str(log), str(daemon), str(release)]
+    argv = ["bash", "-e", "benchmark.sh", str(log), str(daemon), str(release)]
     with running(argv, tmp_path) as process:
         wrapper = Wrapper(process, script, log, release)
         wait_for(lambda: any(s == "Z" for _, s in children(process.pid)), "the Zl daemon")
@@ -195,8 +195,11 @@ def test_story_wrapper_with_a_zombie_child_is_flagged_critical_at_its_lines(
     facts = report["facts"]["scripts"]
     (script,) = [s for s in facts["scripts"] if s["path"] == str(story_wrapper.script)]
     assert script["read_via"] == "fd255" and script["size_bytes"] == len(BENCHMARK)
-    assert script["processes"][0]["script_argument"] == "benchmark.sh"
-    assert script["processes"][0]["zombie_children"] == [zombie_pid]
+    (process,) = script["processes"]
+    assert process["script_argument"] == "benchmark.sh"
+    assert process["interpreter"] == "bash" and process["interpreter_options"] == ["-e"]
+    assert process["zombie_children"] == [zombie_pid] and process["has_zombie_child"] is True
+    assert process["cwd"] == str(story_wrapper.script.parent)
 
     # The masking is real: released, the daemon exits 42 and the wrapper logs 0 and stops.
     story_wrapper.release.touch()
