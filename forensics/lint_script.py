@@ -39,7 +39,7 @@ class FileLint(BaseModel):
 
 
 def lint_script_command(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Shell scripts to check.")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Shell scripts to check.")],
     format: Annotated[LintFormat, typer.Option("--format", "-f")] = LintFormat.text,
     focus: Annotated[
         str | None,

@@ -113,3 +113,16 @@ def test_shellcheck_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None
     assert run_shellcheck("echo $?\n", "bash").problem == (
         "ShellCheck disabled by FORENSICS_SHELLCHECK=none"
     )
+
+
+def test_shell_option_reads_the_file_as_that_shell(tmp_path: Path) -> None:
+    script = tmp_path / "no-shebang"
+    script.write_text('set -e\nif ! ./daemon | tee log; then\n  echo "failed: $?"\nfi\n')
+    as_bash = run_cli("lint-script", "--format", "json", str(script))
+    as_dash = run_cli("lint-script", "--format", "json", "--shell", "dash", str(script))
+    assert as_bash.exit_code == as_dash.exit_code == 1
+    bash_fixes = [i["corrected"] for i in json.loads(as_bash.stdout)[0]["analysis"]["issues"]]
+    dash_fixes = [i["corrected"] for i in json.loads(as_dash.stdout)[0]["analysis"]["issues"]]
+    assert any("PIPESTATUS" in fix for fix in bash_fixes)
+    assert not any("PIPESTATUS" in fix for fix in dash_fixes)
+    assert any("dash has no pipefail" in fix for fix in dash_fixes)
