@@ -387,8 +387,8 @@ class _Walker:
     def status_issue(self, chain: list[_Unit], line: int) -> MaskingIssue | None:
         unit = chain[-1]
         if isinstance(unit, _Marker) and unit.kind == "operand" and unit.condition is not None:
-            unit = unit.condition  # `a || echo $?`: the status of `a`, as meant
-        elif isinstance(unit, _Marker):
+            return self.sink_read(unit.condition, line)  # `a || echo $?`: a's status, as meant
+        if isinstance(unit, _Marker):
             return self.negated_read(unit, None, line) if unit.kind == "negated" else None
         if _swallowed(unit):
             left = _text(unit.pipelines[:-1])
@@ -412,6 +412,10 @@ class _Walker:
             return self.read_after_if(compound, line)
         if compound is not None and compound.kind in ("while", "until", "for"):
             return self.read_after_loop(compound, line)
+        return self.sink_read(unit, line)
+
+    def sink_read(self, unit: AndOr, line: int) -> MaskingIssue | None:
+        """`$?` right after ``unit``: masked only when it is `cmd | tee` without pipefail."""
         if (
             _is_sink_pipeline(unit.first)
             and not unit.rest

@@ -101,6 +101,7 @@ def test_the_corrected_wrapper_really_reports_the_childs_status(tmp_path: Path) 
         'until ./d; do echo "exit $?, retrying"; sleep 1; done\n',
         'set -o pipefail\nif ! ./d | tee log; then rc=${PIPESTATUS[0]}; echo "$rc"; fi\n',
         "rm -f lock || true\n",
+        './d\nrm -rf tmp || echo "rm failed: $?"\n',
         "case $? in 0) ;; esac\n",
     ],
 )
