@@ -349,7 +349,7 @@ def parse(captures: Captures, options: CollectOptions) -> ScriptFacts:
     facts = ScriptFacts(unavailable=reason)
     by_path: dict[str, ScriptFile] = {}
     for record in records:
-        _read_record(record, facts, by_path, options)
+        _read_record(record, facts, by_path)
     children: dict[int, list[Zombie]] = {}
     for zombie in facts.zombies:
         children.setdefault(zombie.ppid, []).append(zombie)
@@ -386,9 +386,7 @@ def _records(lines: list[str]) -> list[_Record]:
     return records
 
 
-def _read_record(
-    record: _Record, facts: ScriptFacts, by_path: dict[str, ScriptFile], options: CollectOptions
-) -> None:
+def _read_record(record: _Record, facts: ScriptFacts, by_path: dict[str, ScriptFile]) -> None:
     words, values = record.words, record.values
     if record.kind == "zombie" and len(words) >= 2 and words[0].isdigit() and words[1].isdigit():
         facts.zombies.append(
@@ -580,10 +578,7 @@ def _who(script: ScriptFile) -> str:
 
 
 def _next_steps(script: ScriptFile) -> list[str]:
-    steps = [
-        f"Check the fix before redeploying: forensics lint-script {script.path}   "
-        "(exit 1 while a masked status remains)"
-    ]
+    steps = []
     for process in script.processes:
         for pid in process.zombie_children:
             steps.append(
@@ -591,6 +586,10 @@ def _next_steps(script: ScriptFile) -> list[str]:
                 f"sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f50   (a wait status: "
                 "10752 = exit 42, 139 = SIGSEGV + core; 0 while its threads still run)"
             )
+    steps.append(
+        f"Fix a copy of {script.path} and check it before redeploying: forensics lint-script "
+        "FILE   (exit 1 while a masked status remains)"
+    )
     steps.append(
         "Until it is fixed, trust the daemon's own log and exit status, not the wrapper's "
         "messages: they report success for every crash."
