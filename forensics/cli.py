@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from forensics import __version__, bundle, memory_watch, report_command
+from forensics import __version__, bundle, lint_script, memory_watch, report_command
 from forensics.analysis import analyze
 from forensics.collect import collect
 from forensics.errors import (
@@ -153,6 +153,13 @@ def collect_command(
             help="Memory finding threshold NAME=VALUE, e.g. near_limit_warning_percent=85.",
         ),
     ] = None,
+    script: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A shell script on the host to read and check for masked exit statuses "
+            "(repeatable; relative paths start at the login directory)."
+        ),
+    ] = None,
 ) -> None:
     """Collect one host into an evidence bundle and print what it shows.
 
@@ -182,12 +189,14 @@ def collect_command(
     if not 0 <= snapshot_gap <= 60:
         raise UsageError("--snapshot-gap must be between 0 and 60 seconds")
     _check_regex(focus)
+    scripts = [os.path.abspath(p) if parsed.is_local else p for p in script or ()]
     options = log_options(
         CollectOptions(
             focus=focus,
             probes=tuple(probe or ()),
             snapshot_gap_s=snapshot_gap,
             memory_thresholds=parse_thresholds(memory_threshold or []),
+            scripts=tuple(scripts),
         ),
         log or [],
         expect_log or [],
@@ -219,6 +228,7 @@ def analyze_command(
 app.command("report")(report_command.report_command)
 app.command("watch")(memory_watch.watch_command)
 app.command("wait")(memory_watch.wait_command)
+app.command("lint-script")(lint_script.lint_script_command)
 
 
 @app.command("schema")

@@ -11,6 +11,7 @@ from probes.kernel_log import KernelLogFacts
 from probes.logs import LogsFacts
 from probes.memory import MemoryFacts
 from probes.processes import ProcessesFacts
+from probes.scripts import ScriptFacts
 from probes.system import SystemFacts
 
 
@@ -25,3 +26,4 @@ class Facts(BaseModel):
     gpu: GpuFacts | None = None
     processes: ProcessesFacts | None = None
     memory: MemoryFacts | None = None
+    scripts: ScriptFacts | None = None

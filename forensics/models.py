@@ -96,6 +96,10 @@ class CollectOptions(Frozen):
         default=2.0, ge=0, le=60, description="Seconds between the two process-table snapshots."
     )
     memory_thresholds: MemoryThresholds = Field(default_factory=MemoryThresholds)
+    scripts: tuple[str, ...] = Field(
+        default=(),
+        description="Shell scripts to read on the host (--script), besides running ones.",
+    )
 
 
 class SectionSpec(Frozen):

@@ -30,7 +30,7 @@ _FLAG_THEN_VALUE = re.compile(
 )
 # scheme://user:password@host
 _URL_CREDENTIALS = re.compile(
-    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]+):[^/\s@]+@"
+    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]+):[^/\s@]+@"
 )
 # Bearer tokens and well-known key shapes that carry no key name beside them.
 _BARE_TOKENS = re.compile(

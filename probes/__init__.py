@@ -4,7 +4,7 @@ that a deadline late in the run loses the least."""
 from typing import Any
 
 from forensics.probe import Probe
-from probes import cgroup, disk, gpu, kernel_log, logs, memory, processes, system
+from probes import cgroup, disk, gpu, kernel_log, logs, memory, processes, scripts, system
 
 PROBES: tuple[Probe[Any], ...] = (
     system.PROBE,
@@ -14,6 +14,7 @@ PROBES: tuple[Probe[Any], ...] = (
     logs.PROBE,
     kernel_log.PROBE,
     processes.PROBE,
+    scripts.PROBE,
     gpu.PROBE,
 )
 
