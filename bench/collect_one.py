@@ -82,7 +82,8 @@ def main() -> None:
                 ssh_config=str(root / "sshd" / "ssh_config"),
             )
             cli = [sys.executable, "-m", "forensics", "collect", *server.target_args(),
-                   "--out", str(root / "out"), "--format", "json", "--fail-on", "never"]  # fmt: skip
+                   "--out", str(root / "out"), "--format", "json",
+                   "--fail-on", "never"]  # fmt: skip
             ssh = ["ssh", "-F", "/dev/null", "-p", str(server.port), "-i", str(server.client_key),
                    "-o", f"UserKnownHostsFile={server.known_hosts}", "-o", "BatchMode=yes",
                    "root@127.0.0.1", "sh", "-s"]  # fmt: skip

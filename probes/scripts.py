@@ -240,6 +240,7 @@ class ShellProcess(BaseModel):
     is_focus: bool = False
     ancestor_of_focus: bool = False
     record_line: int = Field(description="Line of its record in the raw section.")
+    record_text: str = Field(default="", description="That record line, verbatim.")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -276,6 +277,7 @@ class Zombie(BaseModel):
     ppid: int
     name: str
     record_line: int
+    record_text: str = ""
 
 
 class ScriptFacts(BaseModel):
@@ -314,6 +316,11 @@ class _Record:
     values: dict[str, str] = field(default_factory=dict)
     value_lines: dict[str, int] = field(default_factory=dict)
     complete: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The record's line as the host wrote it (single spaces between words)."""
+        return " ".join([self.kind, *self.words])
 
 
 def parse(captures: Captures, options: CollectOptions) -> ScriptFacts:
@@ -395,6 +402,7 @@ def _read_record(record: _Record, facts: ScriptFacts, by_path: dict[str, ScriptF
                 ppid=int(words[1]),
                 name=" ".join(words[2:]),
                 record_line=record.line,
+                record_text=record.text,
             )
         )
     elif record.kind == "zombies" and words and words[0].isdigit():
@@ -436,6 +444,7 @@ def _process(record: _Record) -> ShellProcess:
         is_focus="focus" in words[2:],
         ancestor_of_focus="focus_ancestor" in words[2:],
         record_line=record.line,
+        record_text=record.text,
     )
 
 
@@ -608,7 +617,7 @@ def _evidence(
                 section=SECTION,
                 first_line=process.record_line,
                 last_line=process.record_line,
-                excerpt=f"process {process.pid}: {process.command_line[:200]}",
+                excerpt=process.record_text,
             )
         )
         for zombie in zombies:
@@ -618,7 +627,7 @@ def _evidence(
                         section=SECTION,
                         first_line=zombie.record_line,
                         last_line=zombie.record_line,
-                        excerpt=f"zombie {zombie.pid} ({zombie.name}), parent {zombie.ppid}",
+                        excerpt=zombie.record_text,
                     )
                 )
     base = script.content_first_line
