@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,12 @@ def test_kern_log_answers_when_dmesg_and_journal_do_not(
     assert killed[8821]["subject"]["task_memcg"] == "/docker/3c9e2a1b"
     assert killed[1870]["severity"] == "warning"
     assert "before the last boot" in killed[1870]["title"]
+    # On the timeline from the kernel's own stamp (5 s after boot), pointing at its line.
+    [kill] = [e for e in report["timeline"] if e["text"].startswith("OOM kill of python3")]
+    assert (kill["kind"], kill["source"], kill["approximate"]) == ("oom_kill", "kernel_log", True)
+    assert datetime.fromisoformat(kill["time"]) == datetime.fromtimestamp(boot + 5, UTC)
+    raw = (Path(report["bundle"]) / "raw" / "kernel_log.txt").read_text().splitlines()
+    assert "Killed process 8821 (python3)" in raw[kill["line"] - 1]
 
 
 def test_huge_log_is_filtered_on_the_host_and_keeps_its_first_line(
