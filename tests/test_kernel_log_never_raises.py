@@ -1,5 +1,5 @@
-"""The kernel log parsers and the rules on top of them never raise, whatever the host sent:
-arbitrary text, and real samples cut at any byte or with lines dropped."""
+"""The kernel log parsers, and the rules and timeline on top of them, never raise whatever
+the host sent: arbitrary text, and real samples cut at any byte or with lines dropped."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from forensics.kernel.machine_checks import find_machine_checks
 from forensics.kernel.oom_report import find_oom_kills
 from forensics.models import CollectOptions
 from forensics.probe import RuleContext
-from forensics.rules import kernel, oom
+from forensics.rules import gpu_errors, kernel, oom
+from forensics.timeline import kernel_events
 from forensics.xid import bus_id, find_xids, parse_xid
 from tests.kernel_samples import SAMPLES, parse_section, section_text
 
@@ -59,6 +60,8 @@ def judge(text: str, focus: str | None = None) -> None:
     )
     oom.oom_verdict(facts, context)
     kernel.kernel_events(facts, context)
+    gpu_errors.gpu_errors(facts, context)
+    kernel_events(facts)
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from forensics.facts import Facts
 from forensics.models import CollectOptions, EvidenceRef, Finding, Severity
 from forensics.probe import RuleContext
-from forensics.rules import kernel, oom
+from forensics.rules import gpu_errors, kernel, oom
 from probes.cgroup import CgroupCounters, CgroupFacts
 from probes.system import SystemFacts
 from tests.kernel_samples import parse_section, sample, section_text
@@ -176,25 +176,37 @@ def test_dropped_matches_of_a_huge_log_prevent_ruling_out() -> None:
     assert finding.subject["reasons"] == ["matches_dropped"]
 
 
-def test_kernel_events_become_one_finding_per_process_gpu_code_and_kind() -> None:
+def test_kernel_events_become_one_finding_per_process_and_kind() -> None:
     facts = Facts(kernel_log=parse_section(section_text(sample("events-6.x.dmesg"))))
     context = RuleContext(options=CollectOptions(), sections={}, collected_at=datetime.now(UTC))
     findings = kernel.kernel_events(facts, context)
-    summary = [(f.id, f.severity.value, f.subject.get("code")) for f in findings]
+    summary = [(f.id, f.severity.value) for f in findings]
     assert summary == [
-        ("kernel.segfault", "warning", None),
-        ("kernel.segfault", "warning", None),
-        ("kernel.trap", "warning", None),
-        ("kernel.hung_task", "warning", None),
-        ("kernel.gpu_xid", "warning", 31),
-        ("kernel.gpu_xid", "warning", 45),
-        ("kernel.gpu_xid", "warning", 94),
-        ("kernel.gpu_xid", "warning", 63),
-        ("kernel.gpu_xid", "critical", 79),
-        ("kernel.machine_check", "critical", None),
+        ("kernel.segfault", "warning"),
+        ("kernel.segfault", "warning"),
+        ("kernel.trap", "warning"),
+        ("kernel.hung_task", "warning"),
+        ("kernel.machine_check", "critical"),
     ]
-    fallen = findings[8]
+    assert "user-mode read of an unmapped address" in findings[0].explanation
+
+
+def test_xids_become_one_gpu_xid_finding_per_gpu_and_code() -> None:
+    facts = Facts(kernel_log=parse_section(section_text(sample("events-6.x.dmesg"))))
+    context = RuleContext(options=CollectOptions(), sections={}, collected_at=datetime.now(UTC))
+    findings = gpu_errors.gpu_errors(facts, context)
+    summary = [(f.id, f.severity.value, f.subject["code"]) for f in findings]
+    assert summary == [
+        ("gpu.xid", "warning", 31),
+        ("gpu.xid", "warning", 45),
+        ("gpu.xid", "warning", 94),
+        ("gpu.xid", "warning", 63),
+        ("gpu.xid", "critical", 79),
+    ]
+    fallen = findings[4]
     assert fallen.subject["count"] == 2 and len(fallen.evidence) == 2
     assert fallen.subject["gpu_uuid"] == "GPU-0d3b9a61-7c2e-4f10-8e55-1b2c3d4e5f60"
-    assert "fallen off the bus" in fallen.title
-    assert "user-mode read of an unmapped address" in findings[0].explanation
+    assert (
+        fallen.title == "GPU 00000000:B1:00.0 reported Xid 79 2 times: GPU has fallen off the bus"
+    )
+    assert "python3 (pid 40112)" in findings[0].explanation
