@@ -20,6 +20,9 @@ from forensics.rules import gpu_errors, kernel, oom
 from forensics.timeline import kernel_events
 from forensics.xid import bus_id, find_xids, parse_xid
 from tests.kernel_samples import SAMPLES, parse_section, section_text
+from tests.process_section import HostProcess
+from tests.process_section import parse_text as parse_processes
+from tests.process_section import section_text as process_table
 
 SAMPLE_TEXTS = [path.read_text() for path in sorted(SAMPLES.iterdir()) if path.suffix != ".md"]
 ALL_SAMPLES = "\n".join(SAMPLE_TEXTS)
@@ -53,8 +56,18 @@ def parse_all(text: str) -> None:
     parse_xid(text)
 
 
+# A process table whose focus matches include a zombie and a cut program name, so that
+# the verdict's PID and program matching run on whatever victims the text holds.
+TABLE = [
+    HostProcess(pid=1, name="tini", argv=["tini"], start_ticks=100),
+    HostProcess(pid=12, name="java", state="Z", start_ticks=500),
+    HostProcess(pid=3, name="cuzk-prover-wor", argv=["/opt/cuzk-prover-worker"]),
+]
+
+
 def judge(text: str, focus: str | None = None) -> None:
-    facts = Facts(kernel_log=parse_section(text))
+    processes = parse_processes(process_table(TABLE, TABLE[:1]), focus=focus)
+    facts = Facts(kernel_log=parse_section(text), processes=processes)
     context = RuleContext(
         options=CollectOptions(focus=focus), sections={}, collected_at=datetime.now(UTC)
     )
