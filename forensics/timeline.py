@@ -62,6 +62,9 @@ class TimelineEvent(BaseModel):
     line: int | None = Field(default=None, description="1-based line in that section.")
     kind: str = Field(description="boot, collection, process_start, log_last_write, ...")
     text: str
+    pid: int | None = Field(
+        default=None, description="The process it is about, if one (kernel events: host PID)."
+    )
 
 
 Contributor = Callable[[Facts], list[TimelineEvent]]
@@ -140,6 +143,7 @@ def _table_starts(table: ProcessesFacts) -> list[TimelineEvent]:
                 line=entry.raw_lines.get("stat"),
                 kind=PROCESS_START,
                 text=_start_text(role, entry),
+                pid=entry.pid,
             )
         )
     return events
@@ -163,6 +167,7 @@ def _focus_line_starts(facts: Facts) -> list[TimelineEvent]:
             kind=PROCESS_START,
             text=f"focus process {process.name} (pid {process.pid}) started; "
             f"state at collection: {process.state}",
+            pid=process.pid,
         )
         for process in logs.focus_processes
         if process.started is not None
@@ -187,25 +192,28 @@ def kernel_events(facts: Facts) -> list[TimelineEvent]:
             return None
         return kernel_time_to_utc(monotonic_s, boot, uptime)
 
-    found: list[tuple[str, datetime | None, int, str]] = []
+    found: list[tuple[str, datetime | None, int, str, int | None]] = []
     for kill in log.oom_kills:
-        found.append((OOM_KILL, at(kill.monotonic_s, kill.time), kill.killed_line, _oom_text(kill)))
+        moment = at(kill.monotonic_s, kill.time)
+        found.append((OOM_KILL, moment, kill.killed_line, _oom_text(kill), kill.pid))
     for fault in log.faults:
         kind = SEGFAULT if fault.signal == "SIGSEGV" else TRAP
         signal = f" ({fault.signal})" if fault.signal else ""
         text = f"{fault.name} (pid {fault.pid}) killed by a {fault.kind}{signal}"
-        found.append((kind, at(fault.monotonic_s, fault.time), fault.evidence.first_line, text))
+        moment = at(fault.monotonic_s, fault.time)
+        found.append((kind, moment, fault.evidence.first_line, text, fault.pid))
     for xid in log.xids:
         text = f"GPU {xid.bus_id} reported Xid {xid.code}: {xid.meaning.meaning}"
         if xid.pid is not None:
             text += f", pid {xid.pid}" + (f" ({xid.process})" if xid.process else "")
-        found.append((XID, at(xid.monotonic_s, xid.time), xid.evidence.first_line, text))
+        found.append((XID, at(xid.monotonic_s, xid.time), xid.evidence.first_line, text, xid.pid))
     for task in log.hung_tasks:
         text = f"{task.name} (pid {task.pid}) hung in the kernel for more than {task.blocked_s} s"
-        found.append((HUNG_TASK, at(task.monotonic_s, task.time), task.evidence.first_line, text))
+        moment = at(task.monotonic_s, task.time)
+        found.append((HUNG_TASK, moment, task.evidence.first_line, text, task.pid))
     for check in log.machine_checks:
         moment = at(check.monotonic_s, check.time)
-        found.append((MACHINE_CHECK, moment, check.evidence.first_line, check.message))
+        found.append((MACHINE_CHECK, moment, check.evidence.first_line, check.message, None))
     events = [
         TimelineEvent(
             time=moment,
@@ -214,8 +222,9 @@ def kernel_events(facts: Facts) -> list[TimelineEvent]:
             line=line,
             kind=kind,
             text=text[:TEXT_CHARS],
+            pid=pid,
         )
-        for kind, moment, line, text in found
+        for kind, moment, line, text, pid in found
         if moment is not None
     ]
     newest: list[TimelineEvent] = []

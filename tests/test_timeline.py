@@ -152,6 +152,27 @@ def test_a_kernel_event_older_than_the_wrapped_ring_buffer_lands_in_place_from_k
     assert (ended.evidence[-1].section, ended.evidence[-1].first_line) == ("kernel_log", kill.line)
 
 
+@pytest.mark.parametrize(("victim", "ended_by"), [(5150, "zombie"), (4242, "oom_kill")])
+def test_the_end_of_another_process_does_not_end_the_zombie_writers_log(
+    victim: int, ended_by: str
+) -> None:
+    """The focus zombie cuzk (pid 4242) wrote bench.log; an OOM kill 2 s later ended the
+    log only if it killed pid 4242."""
+    kill = (
+        "[  104.000000] Memory cgroup out of memory: Killed process {pid} (worker) "
+        "total-vm:120kB, anon-rss:64kB, file-rss:4kB, shmem-rss:0kB\n"
+    )
+    facts = _facts().model_copy(
+        update={"kernel_log": parse_section(section_text(kill.format(pid=victim)))}
+    )
+    context = RuleContext(options=CollectOptions(), sections={}, collected_at=COLLECTED)
+    (ended,) = log_ended_early(facts, context)
+    assert ended.subject["path"] == "/work/bench.log"
+    assert ended.subject.get("event", "zombie") == ended_by
+    (event,) = [e for e in build_timeline(facts, COLLECTED) if e.kind == "oom_kill"]
+    assert event.pid == victim
+
+
 def test_kernel_events_of_every_kind_get_their_kind_and_line() -> None:
     facts = Facts(kernel_log=parse_section(section_text(sample("events-6.x.dmesg"))))
     events = timeline.kernel_events(facts)
