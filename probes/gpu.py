@@ -381,112 +381,13 @@ def _epoch(text: str) -> datetime | None:
 
 
 def rules(facts: GpuFacts, context: RuleContext) -> list[Finding]:
+    """``gpu.smi_failed`` and ``gpu.xid`` need the kernel log too: they are raised by
+    ``forensics/rules/gpu_errors.py``."""
     findings = []
-    if facts.failure is not None:
-        findings.append(_smi_failed(facts, context))
     if facts.apps_known:
         findings += [_held(gpu) for gpu in facts.gpus if _holds_memory_alone(facts, gpu)]
     findings += [finding for gpu in facts.gpus if (finding := _ecc(gpu)) is not None]
     return findings
-
-
-_FAILURE_WORDS = {
-    "timed_out": (
-        Severity.critical,
-        "hung",
-        "nvidia-smi did not answer within {timeout}. It hangs like this when a GPU has fallen "
-        "off the bus or the driver is stuck; every CUDA program on the host will hang too.",
-        [
-            "Check the kernel log for Xid 79 (GPU has fallen off the bus): dmesg -T | grep -i xid",
-            "timeout 120 nvidia-smi (by hand, to see whether it ever answers)",
-            "Drain the host: a lost GPU usually needs a node reboot",
-        ],
-    ),
-    "gpu_lost": (
-        Severity.critical,
-        "reports a lost GPU",
-        "nvidia-smi says a GPU is lost: it has fallen off the bus (PCIe, power or hardware). "
-        "Work on it has failed and will keep failing until the node is rebooted.",
-        [
-            "Check the kernel log for Xid 79 (GPU has fallen off the bus): dmesg -T | grep -i xid",
-            "lspci | grep -i nvidia (rev ff means the device is gone from the bus)",
-            "Drain the host and reboot it; if it recurs, open a hardware ticket",
-        ],
-    ),
-    "gpu_inaccessible": (
-        Severity.critical,
-        "cannot reach a GPU",
-        "nvidia-smi cannot get a handle on a GPU. This usually means the GPU dropped off the bus "
-        "or the driver lost it.",
-        [
-            "Check the kernel log for Xid 79 and Xid 119/120: dmesg -T | grep -i xid",
-            "lspci | grep -i nvidia (rev ff means the device is gone from the bus)",
-        ],
-    ),
-    "version_mismatch": (
-        Severity.critical,
-        "finds a driver/library version mismatch",
-        "The NVIDIA kernel module and the user-space library have different versions, usually "
-        "after a driver upgrade without a reboot. No CUDA program can start.",
-        ["cat /proc/driver/nvidia/version; reboot (or reload the nvidia modules) to match"],
-    ),
-    "driver_not_loaded": (
-        Severity.warning,
-        "cannot reach the NVIDIA driver",
-        "nvidia-smi cannot talk to the NVIDIA driver: the kernel module is not loaded, or this "
-        "container was started without GPU access.",
-        [
-            "ls -l /dev/nvidia* (device nodes present?); lsmod | grep nvidia on the host",
-            "For a container: was it started with --gpus / the NVIDIA runtime?",
-        ],
-    ),
-    "no_devices": (
-        Severity.warning,
-        "sees no GPU",
-        "The driver is loaded but no GPU is usable here: no GPU was allocated to this container "
-        "or job, or the GPU fell off the bus.",
-        ["echo $NVIDIA_VISIBLE_DEVICES $CUDA_VISIBLE_DEVICES; ls -l /dev/nvidia*"],
-    ),
-    "nvml_unknown_error": (
-        Severity.warning,
-        "hit an NVML unknown error",
-        "NVML failed with 'Unknown Error'. Inside a container this usually means the container "
-        "lost access to the GPU devices after the host ran 'systemctl daemon-reload'.",
-        ["Restart the container; on the host, see nvidia-container-toolkit issue #48"],
-    ),
-}
-
-
-def _smi_failed(facts: GpuFacts, context: RuleContext) -> Finding:
-    kind = facts.failure or "failed"
-    timeout = f"{context.options.gpu_timeout_s:g} s"
-    severity, short, explanation, steps = _FAILURE_WORDS.get(
-        kind,
-        (
-            Severity.warning,
-            "failed",
-            "nvidia-smi failed; its own words are in the evidence. The GPU state is unknown.",
-            ["nvidia-smi (by hand, and read its message); dmesg -T | grep -i -E 'nvrm|xid'"],
-        ),
-    )
-    run = facts.failure_run
-    excerpt = facts.failure_message or kind
-    evidence = []
-    if run is not None:
-        evidence.append(
-            EvidenceRef(
-                section=SECTION, first_line=run.first_line, last_line=run.last_line, excerpt=excerpt
-            )
-        )
-    return Finding(
-        id="gpu.smi_failed",
-        severity=severity,
-        title=f"nvidia-smi {short}: {excerpt[:120]}",
-        explanation=explanation.format(timeout=timeout),
-        next_steps=steps,
-        subject={"failure": kind, "message": facts.failure_message},
-        evidence=evidence,
-    )
 
 
 def _holds_memory_alone(facts: GpuFacts, gpu: Gpu) -> bool:

@@ -1,22 +1,22 @@
 """The one sentence at the top of every report, built from the findings alone.
 
-It answers the question of the page before anyone scrolls: the worst finding's title with
-its key subject facts, then the worst finding of up to two other topics (an OOM verdict
-beside a zombie), then how many more there are. With no findings it says what was checked,
-so that "nothing found" is never mistaken for "nothing looked at".
+It answers the question of the page before anyone scrolls: the worst finding's title, with
+the process it is about when the title does not name it, then the worst finding of up to
+two other topics (an OOM verdict beside a zombie), then how many more there are. With no
+findings it says what was checked, so that "nothing found" is never mistaken for "nothing
+looked at". Other subject keys (times, seconds since boot, scopes, counters) are for
+machines and the finding's own section, never for this sentence.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from forensics.host_report import HostReport
 from forensics.models import CollectStatus, Finding, Severity
 
 OTHER_TOPICS = 2
-SUBJECT_FACTS = 3
-SUBJECT_VALUE_CHARS = 60
+NAME_CHARS = 60
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,11 @@ def headline(report: HostReport) -> Headline:
     >>> print(headline(report).text)
     cuzk (pid 4242) is a zombie with 3 live threads; not OOM-killed: the kernel log reaches
     back to boot and the cgroup counted no OOM kill.
+    >>> crash = Finding(id="kernel.segfault", severity="warning", explanation="",
+    ...     title="python3 crashed: segfault (SIGSEGV) in libc.so.6",
+    ...     subject={"name": "python3", "kind": "segfault", "count": 1, "pid": 48213})
+    >>> print(headline(report.model_copy(update={"findings": [crash]})).text)
+    python3 crashed: segfault (SIGSEGV) in libc.so.6 (pid 48213).
     """
     if report.status not in (CollectStatus.ok, CollectStatus.partial):
         reason = f": {report.status_reason}" if report.status_reason else ""
@@ -81,25 +86,20 @@ def _family(finding: Finding) -> str:
 
 
 def _with_subject(finding: Finding) -> str:
-    """The title, then the subject facts it does not already say, e.g. ``[pid 4242]``."""
-    facts = [
-        f"{key} {_short(value)}"
-        for key, value in finding.subject.items()
-        if _is_scalar(value) and str(value) not in finding.title
-    ][:SUBJECT_FACTS]
+    """The title, then the process's name and pid where the title lacks them: ``(pid 4242)``."""
     title = finding.title.rstrip(".")
-    return f"{title} [{', '.join(facts)}]" if facts else title
+    name, pid = finding.subject.get("name"), finding.subject.get("pid")
+    missing = []
+    if isinstance(name, str) and name.strip() and name not in title:
+        missing.append(_short(name))
+    if isinstance(pid, int) and not isinstance(pid, bool) and f"pid {pid}" not in title:
+        missing.append(f"pid {pid}")
+    return f"{title} ({', '.join(missing)})" if missing else title
 
 
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, str | int | float) and not isinstance(value, bool) and value != ""
-
-
-def _short(value: Any) -> str:
-    text = str(value).replace("\n", " ")
-    if len(text) <= SUBJECT_VALUE_CHARS:
-        return text
-    return text[: SUBJECT_VALUE_CHARS - 3] + "..."
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 3] + "..."
 
 
 def _lower_first(title: str) -> str:

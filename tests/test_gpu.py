@@ -34,10 +34,11 @@ def _collect_on_scenario(
     return report
 
 
-def _collect_locally(tmp_path: Path, scenario: str) -> dict[str, Any]:
+def _collect_locally(tmp_path: Path, scenario: str, *probes: str) -> dict[str, Any]:
     shims = shim_directory(tmp_path, scenario)
+    also = [word for probe in probes for word in ("--probe", probe)]
     result = run_cli(
-        "collect", "local", "--probe", "gpu", "--out", str(tmp_path / "out"), "-f", "json",
+        "collect", "local", "--probe", "gpu", *also, "--out", str(tmp_path / "out"), "-f", "json",
         "--fail-on", "never",
         env={"PATH": f"{shims}:{os.environ['PATH']}"},
     )  # fmt: skip
@@ -77,16 +78,53 @@ def test_memory_held_with_no_process_is_reported(make_sshd: Any, tmp_path: Path)
 
 
 def test_lost_gpu_is_critical_and_points_at_xid_79(make_sshd: Any, tmp_path: Path) -> None:
+    """nvidia-smi says `GPU is lost` and the kernel log holds Xid 79 for that GPU: one
+    gpu.xid finding, critical, citing the Xid line, and gpu.smi_failed pointing at it."""
     report = _collect_on_scenario(make_sshd, tmp_path, "lost")
-    failed = [f for f in report["findings"] if f["id"] == "gpu.smi_failed"]
-    assert len(failed) == 1
-    assert failed[0]["severity"] == "critical"
-    assert failed[0]["subject"]["failure"] == "gpu_lost"
-    assert "GPU is lost" in failed[0]["title"]
-    assert any("Xid 79" in step for step in failed[0]["next_steps"])
+    raw = (Path(report["bundle"]) / "raw" / "kernel_log.txt").read_text().splitlines()
+    (xid,) = [f for f in report["findings"] if f["id"] == "gpu.xid"]
+    assert xid["severity"] == "critical"
+    assert xid["title"] == "GPU 00000000:B1:00.0 reported Xid 79: GPU has fallen off the bus"
+    assert xid["subject"]["gpu_uuid"] == "GPU-0c5e9f3a-61d2-4b7e-a8f0-3d9c27e1b546"
+    (line,) = xid["evidence"]
+    assert line["section"] == "kernel_log"
+    assert raw[line["first_line"] - 1] == line["excerpt"]
+    assert "NVRM: Xid (PCI:0000:b1:00): 79, GPU has fallen off the bus." in line["excerpt"]
+
+    (failed,) = [f for f in report["findings"] if f["id"] == "gpu.smi_failed"]
+    assert failed["severity"] == "critical"
+    assert failed["subject"]["failure"] == "gpu_lost"
+    assert (failed["subject"]["xid_codes"], failed["subject"]["xid_bus_ids"]) == (
+        [79],
+        ["00000000:B1:00.0"],
+    )
+    assert "GPU is lost" in failed["title"]
+    assert "The kernel log agrees: the driver reported Xid 79" in failed["explanation"]
+    assert "gpu.xid" in failed["explanation"] and "gpu.xid" in failed["next_steps"][0]
+    assert [e["section"] for e in failed["evidence"]] == ["gpu", "kernel_log"]
+    assert failed["evidence"][1] == line
     runs = report["facts"]["gpu"]["runs"]
     assert [(r["query"], r["exit_status"]) for r in runs] == [("gpus", 15)]
     assert any(e["kind"] == "gpu_failure" for e in report["timeline"])
+
+
+def test_an_xid_names_its_gpu_as_nvidia_smi_does(tmp_path: Path) -> None:
+    report = _collect_locally(tmp_path, "ecc", "kernel_log")
+    xids = {f["subject"]["code"]: f for f in report["findings"] if f["id"] == "gpu.xid"}
+    assert sorted(xids) == [63, 94]
+    contained = xids[94]
+    assert contained["severity"] == "warning"
+    assert contained["title"] == (
+        "GPU 0 (NVIDIA A100-SXM4-80GB, 00000000:07:00.0) reported Xid 94: contained ECC error: "
+        "only the application that hit it must restart"
+    )
+    subject = contained["subject"]
+    assert (subject["index"], subject["model"]) == (0, "NVIDIA A100-SXM4-80GB")
+    assert subject["gpu_uuid"] == "GPU-1d7c2a90-8e3b-41f5-b6a2-70c4e9d35f18"
+    assert "python3 (pid 2151960)" in contained["explanation"]
+    assert "nvidia-smi lists it as GPU 0" in contained["explanation"]
+    assert xids[63]["evidence"][0]["excerpt"].endswith("reset gpu to activate.")
+    assert not [f for f in report["findings"] if f["id"] == "gpu.smi_failed"]
 
 
 def test_hung_nvidia_smi_is_cut_by_its_timeout_and_the_rest_is_kept(

@@ -1,5 +1,5 @@
-"""The kernel log parsers and the rules on top of them never raise, whatever the host sent:
-arbitrary text, and real samples cut at any byte or with lines dropped."""
+"""The kernel log parsers, and the rules and timeline on top of them, never raise whatever
+the host sent: arbitrary text, and real samples cut at any byte or with lines dropped."""
 
 from __future__ import annotations
 
@@ -16,9 +16,13 @@ from forensics.kernel.machine_checks import find_machine_checks
 from forensics.kernel.oom_report import find_oom_kills
 from forensics.models import CollectOptions
 from forensics.probe import RuleContext
-from forensics.rules import kernel, oom
+from forensics.rules import gpu_errors, kernel, oom
+from forensics.timeline import kernel_events
 from forensics.xid import bus_id, find_xids, parse_xid
 from tests.kernel_samples import SAMPLES, parse_section, section_text
+from tests.process_section import HostProcess
+from tests.process_section import parse_text as parse_processes
+from tests.process_section import section_text as process_table
 
 SAMPLE_TEXTS = [path.read_text() for path in sorted(SAMPLES.iterdir()) if path.suffix != ".md"]
 ALL_SAMPLES = "\n".join(SAMPLE_TEXTS)
@@ -52,13 +56,25 @@ def parse_all(text: str) -> None:
     parse_xid(text)
 
 
+# A process table whose focus matches include a zombie and a cut program name, so that
+# the verdict's PID and program matching run on whatever victims the text holds.
+TABLE = [
+    HostProcess(pid=1, name="tini", argv=["tini"], start_ticks=100),
+    HostProcess(pid=12, name="java", state="Z", start_ticks=500),
+    HostProcess(pid=3, name="cuzk-prover-wor", argv=["/opt/cuzk-prover-worker"]),
+]
+
+
 def judge(text: str, focus: str | None = None) -> None:
-    facts = Facts(kernel_log=parse_section(text))
+    processes = parse_processes(process_table(TABLE, TABLE[:1]), focus=focus)
+    facts = Facts(kernel_log=parse_section(text), processes=processes)
     context = RuleContext(
         options=CollectOptions(focus=focus), sections={}, collected_at=datetime.now(UTC)
     )
     oom.oom_verdict(facts, context)
     kernel.kernel_events(facts, context)
+    gpu_errors.gpu_errors(facts, context)
+    kernel_events(facts)
 
 
 @settings(max_examples=300, deadline=None)

@@ -185,6 +185,7 @@ def test_log_of_a_process_that_became_a_zombie_ended_early(tmp_path: Path) -> No
         while Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        parent_name = Path(f"/proc/{parent.pid}/comm").read_text().strip()
         report = _report(
             "collect", "local", "--fail-on", "never", "--out", str(tmp_path / "out"),
             "--focus", f"^{name}$", "--log", str(log),
@@ -198,11 +199,24 @@ def test_log_of_a_process_that_became_a_zombie_ended_early(tmp_path: Path) -> No
     (ended,) = _findings(report, "log.ended_early")
     assert "zombie" in ended["title"] and ended["subject"]["pid"] == child
     assert "CUDA error: out of memory" in ended["evidence"][1]["excerpt"]
+    # One start per process (from the process table): the zombie's, and its parent's. Other
+    # zombies of this shared machine may be on the timeline too.
+    starts = [
+        e
+        for e in report["timeline"]
+        if e["kind"] == "process_start" and f"{name} (pid {child})" in e["text"]
+    ]
+    assert sorted(e["text"].split(" started")[0] for e in starts) == [
+        f"focus process {name} (pid {child})",
+        f"parent of zombie {name} (pid {child}): {parent_name} (pid {parent.pid})",
+    ]
+    assert all(e["approximate"] and e["source"] == "processes" for e in starts)
     when = {e["kind"]: datetime.fromisoformat(e["time"]) for e in report["timeline"]}
+    (focus,) = [e for e in starts if e["text"].startswith("focus process")]
+    started = datetime.fromisoformat(focus["time"])
     # mtimes have whole seconds, so the write may sort just before the (approximate) start.
-    assert abs((when["log_last_write"] - when["process_start"]).total_seconds()) < 2
-    assert max(when["log_last_write"], when["process_start"]) <= when["collection"]
-    assert [e["approximate"] for e in report["timeline"] if e["kind"] == "process_start"] == [True]
+    assert abs((when["log_last_write"] - started).total_seconds()) < 2
+    assert max(when["log_last_write"], started) <= when["collection"]
 
 
 def test_log_lines_that_look_like_records_cannot_forge_them(tmp_path: Path) -> None:

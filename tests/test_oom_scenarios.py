@@ -1,11 +1,16 @@
 """The OOM verdict end to end, over SSH, on scenario hosts that show what this machine
 cannot: a restricted kernel log, a wrapped ring buffer, other kernels' OOM formats, the
-journal and kern.log fallbacks, a log too large to send whole."""
+journal and kern.log fallbacks, a log too large to send whole, a wrapped buffer that still
+reaches back to a real focus zombie's start."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,18 @@ from tests.kernel_scenario import KernelScenario, collect_json, findings
 from tests.sshd import SshServer
 
 MakeSshd = Callable[..., SshServer]
+
+# A parent that never waits, and its child, named by argv[1], that exits at once.
+ZOMBIE = """
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    with open("/proc/self/comm", "w") as comm:
+        comm.write(sys.argv[1])
+    os._exit(1)
+print(pid, flush=True)
+time.sleep(60)
+"""
 
 
 def run_scenario(
@@ -152,6 +169,12 @@ def test_kern_log_answers_when_dmesg_and_journal_do_not(
     assert killed[8821]["subject"]["task_memcg"] == "/docker/3c9e2a1b"
     assert killed[1870]["severity"] == "warning"
     assert "before the last boot" in killed[1870]["title"]
+    # On the timeline from the kernel's own stamp (5 s after boot), pointing at its line.
+    [kill] = [e for e in report["timeline"] if e["text"].startswith("OOM kill of python3")]
+    assert (kill["kind"], kill["source"], kill["approximate"]) == ("oom_kill", "kernel_log", True)
+    assert datetime.fromisoformat(kill["time"]) == datetime.fromtimestamp(boot + 5, UTC)
+    raw = (Path(report["bundle"]) / "raw" / "kernel_log.txt").read_text().splitlines()
+    assert "Killed process 8821 (python3)" in raw[kill["line"] - 1]
 
 
 def test_huge_log_is_filtered_on_the_host_and_keeps_its_first_line(
@@ -174,4 +197,41 @@ def test_huge_log_is_filtered_on_the_host_and_keeps_its_first_line(
     for killed in findings(report, "oom.killed"):
         for evidence in killed["evidence"]:
             assert raw[evidence["first_line"] - 1] == evidence["excerpt"]
+    assert findings(report, "oom.inconclusive") == []
+
+
+def test_a_wrapped_buffer_that_reaches_the_focus_zombie_start_rules_it_out(
+    make_sshd: MakeSshd, tmp_path: Path
+) -> None:
+    """The ring buffer's first line is from 30 s ago, long after boot; the focus process, a
+    real zombie, started after it, and the counters read zero: not OOM-killed since it
+    started."""
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    if uptime < 60:
+        pytest.skip("this machine booted too recently for a buffer that wrapped after boot")
+    first = uptime - 30
+    dmesg = (
+        f"[{first:12.6f}] docker0: port 3(veth3a1b2c) entered forwarding state\n"
+        f"[{first + 1:12.6f}] eth0: renamed from veth9d8e7f\n"
+    )
+    name = f"fxwrap{os.getpid() % 100000}"
+    parent = subprocess.Popen([sys.executable, "-c", ZOMBIE, name], stdout=subprocess.PIPE)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child should have become a zombie"
+            time.sleep(0.05)
+        scenario = KernelScenario(tmp_path / "host", dmesg=dmesg)
+        report = run_scenario(make_sshd, tmp_path, scenario, "--focus", f"^{name}$")
+    finally:
+        parent.kill()
+        parent.wait()
+    assert report["facts"]["kernel_log"]["reaches_boot"] is False
+    assert report["facts"]["processes"]["focus"]["zombies"] == [child]
+    [verdict] = findings(report, "oom.ruled_out")
+    assert verdict["subject"]["since_pid"] == child
+    assert f"was OOM-killed since {name} (pid {child}) started at" in verdict["title"]
+    assert "It does not reach back to boot" in verdict["explanation"]
     assert findings(report, "oom.inconclusive") == []

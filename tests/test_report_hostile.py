@@ -71,12 +71,13 @@ def test_hostile_findings_obey_nothing_in_the_terminal() -> None:
     assert "\x1b" not in text
 
 
-def test_the_headline_names_the_worst_finding_with_its_subject() -> None:
+def test_the_headline_names_the_worst_finding_and_no_internal_subject_key() -> None:
     markdown = render_host(hostile_report(URL), Format.md)
     headline = markdown_first_paragraph(markdown)
     assert headline.content.startswith("**CRITICAL:** \\<script\\>")
     rendered = "".join(child.content for child in headline.children or [])
-    assert "is a zombie" in rendered and "note | a | b |" in rendered
+    # The title already names the process and its pid; the subject's "note" is not for people.
+    assert "(pid 4242) is a zombie" in rendered and "note" not in rendered
     assert "errors in" in rendered  # the worst finding of the other topic follows
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from forensics.facts import Facts
 from forensics.models import Finding
 from forensics.probe import RuleContext
-from forensics.rules import collection, headroom, kernel, log_end, oom
+from forensics.rules import collection, gpu_errors, headroom, kernel, log_end, oom
 
 Rule = Callable[[Facts, RuleContext], list[Finding]]
 
@@ -15,6 +15,7 @@ CROSS_RULES: tuple[Rule, ...] = (
     collection.section_problems,
     oom.oom_verdict,
     kernel.kernel_events,
+    gpu_errors.gpu_errors,
     headroom.memory_headroom,
     log_end.log_ended_early,
 )

@@ -1,11 +1,11 @@
-"""What else the kernel log says went wrong: crashed processes, hung tasks, GPU Xid errors,
-hardware errors. One finding per process, task, GPU and Xid code, or kind of hardware error,
-with the count and the first lines as evidence.
+"""What else the kernel log says went wrong: crashed processes, hung tasks, hardware errors.
+One finding per process, task, or kind of hardware error, with the count and the first
+lines as evidence. GPU Xid errors are read with nvidia-smi's facts in
+``forensics/rules/gpu_errors.py`` (``gpu.xid``).
 
 - ``kernel.segfault`` (warning): a process killed with SIGSEGV (segfault or general
   protection fault); ``kernel.trap`` (warning) for the other CPU traps (SIGILL, SIGFPE).
 - ``kernel.hung_task`` (warning): a task blocked in the kernel (D state) past the limit.
-- ``kernel.gpu_xid``: severity from ``forensics/xid.py`` (hardware: critical).
 - ``kernel.machine_check``: critical when uncorrected, warning otherwise.
 """
 
@@ -22,7 +22,6 @@ from forensics.kernel.hung_tasks import HungTask
 from forensics.kernel.machine_checks import MachineCheck
 from forensics.models import EvidenceRef, Finding, Severity
 from forensics.probe import RuleContext
-from forensics.xid import XidEvent, describe
 
 EVIDENCE_LINES_MAX = 5
 
@@ -31,12 +30,7 @@ def kernel_events(facts: Facts, context: RuleContext) -> list[Finding]:
     log = facts.kernel_log
     if log is None:
         return []
-    return (
-        _faults(log.faults)
-        + _hung_tasks(log.hung_tasks)
-        + _xids(log.xids)
-        + _machine_checks(log.machine_checks)
-    )
+    return _faults(log.faults) + _hung_tasks(log.hung_tasks) + _machine_checks(log.machine_checks)
 
 
 def _faults(faults: list[UserFault]) -> list[Finding]:
@@ -110,47 +104,6 @@ def _hung_tasks(tasks: list[HungTask]) -> list[Finding]:
                 ],
                 subject={"name": name, "pid": pid, "blocked_s": longest, "count": len(group)},
                 evidence=_evidence(task.evidence for task in group),
-            )
-        )
-    return findings
-
-
-def _xids(xids: list[XidEvent]) -> list[Finding]:
-    groups: dict[tuple[str, int], list[XidEvent]] = defaultdict(list)
-    for xid in xids:
-        groups[(xid.bus_id, xid.code)].append(xid)
-    findings = []
-    for (bus, code), group in groups.items():
-        meaning = describe(code)
-        processes = sorted(
-            {f"{x.process or '?'} (pid {x.pid})" for x in group if x.pid is not None}
-        )
-        uuid = next((x.gpu_uuid for x in group if x.gpu_uuid), None)
-        gpu = f"GPU {bus}" + (f" ({uuid})" if uuid else "")
-        times = f" {len(group)} times" if len(group) > 1 else ""
-        who = f" Processes on it: {', '.join(processes)} (host PIDs)." if processes else ""
-        findings.append(
-            Finding(
-                id="kernel.gpu_xid",
-                severity=meaning.severity,
-                title=f"{gpu} reported Xid {code}{times}: {meaning.meaning}",
-                explanation=(
-                    f"The NVIDIA driver reported Xid {code} ({meaning.name}: {meaning.meaning})"
-                    f" on {gpu}{times}, first{_at(group[0].time)}. It usually points at "
-                    f"{meaning.owner}.{who} Last detail: {group[-1].detail or '(none)'}"
-                ),
-                next_steps=[
-                    meaning.next_step.replace("BUS_ID", bus),
-                    f"Check the GPU's state: `nvidia-smi -q -i {bus}`.",
-                ],
-                subject={
-                    "bus_id": bus,
-                    "gpu_uuid": uuid,
-                    "code": code,
-                    "name": meaning.name,
-                    "count": len(group),
-                },
-                evidence=_evidence(x.evidence for x in group),
             )
         )
     return findings

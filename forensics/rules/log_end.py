@@ -2,7 +2,10 @@
 
 A small log whose last write sits just before a process's end on the timeline (an OOM
 kill, a segfault, an Xid, an exit), or whose focus process is now a zombie, ended early:
-its last lines are the last thing the process said, and nothing after it will come.
+its last lines are the last thing the process said, and nothing after it will come. When
+the log's writers are known (processes holding it open, focus zombies that started before
+its last write), the end of another process does not count; inside a container the
+kernel's host PIDs cannot be compared with ours, so there every end counts.
 """
 
 from __future__ import annotations
@@ -29,13 +32,15 @@ def log_ended_early(facts: Facts, context: RuleContext) -> list[Finding]:
         return []
     endings = [event for event in host_events(facts) if event.kind in ENDINGS]
     zombies = [process for process in logs.focus_processes if not process.alive]
+    pids_comparable = facts.system is None or facts.system.container is None
     findings = []
     for log in logs.files:
         if log.modified is None or log.stat_line is None:
             continue
         if log.size_bytes is None or log.size_bytes > SMALL_LOG_BYTES:
             continue
-        ending = next((event for event in endings if _just_before(log, event)), None)
+        writers = _writers(log, zombies) if pids_comparable else set()
+        ending = next((e for e in endings if _just_before(log, e) and _may_end(e, writers)), None)
         if ending is not None:
             findings.append(_before_ending(log, ending))
             continue
@@ -43,6 +48,15 @@ def log_ended_early(facts: Facts, context: RuleContext) -> list[Finding]:
         if writer is not None:
             findings.append(_zombie_writer(log, writer))
     return findings
+
+
+def _writers(log: LogFile, zombies: list[FocusProcess]) -> set[int]:
+    """PIDs known to write ``log``: holding it open, or focus zombies older than its last write."""
+    return set(log.open_by) | {z.pid for z in zombies if _written_after_start(log, z)}
+
+
+def _may_end(event: TimelineEvent, writers: set[int]) -> bool:
+    return not writers or event.pid is None or event.pid in writers
 
 
 def _written_after_start(log: LogFile, process: FocusProcess) -> bool:

@@ -1,10 +1,18 @@
 """Was it OOM-killed? Confirmed, ruled out, or inconclusive, and exactly why.
 
 - ``oom.killed`` (critical), one per victim in the kernel log. With ``--focus``, victims
-  that do not match are a warning: they are context, not the answer.
+  that do not match are a warning: they are context, not the answer. A victim matches by
+  the name the kernel logged; or, outside containers, by being a focus process of the
+  process table that has ended (a zombie, or gone by the second snapshot): same PID,
+  killed after that process started; or by a name cut to 15 characters that starts the
+  program name of a focus process, which the pattern matches (another run of it).
 - ``oom.ruled_out`` (info) only when all of this holds: the kernel log was read whole, it
   reaches back to boot, it holds no OOM kill of the process in question (without a focus:
   none at all), and the OOM counters could be read and count no kill the log does not show.
+  When the process table knows when the focus processes started, a log that reaches back
+  to the earliest of those starts is enough, and counted kills missing from it are older
+  than its first line, hence older than the process: the verdict then says "since it
+  started", not "since boot".
 - ``oom.inconclusive`` (warning) otherwise, each reason in words with the way to get the
   missing evidence.
 
@@ -24,8 +32,14 @@ from forensics.models import EvidenceRef, Finding, Severity
 from forensics.probe import RuleContext
 from probes.cgroup import CgroupFacts
 from probes.kernel_log import KernelLogFacts
+from probes.processes import ProcessEntry
 
 VICTIM_FINDINGS_MAX = 20
+# Kill and start times are both boot time plus a kernel clock; a syslog stamp has whole
+# seconds. A PID reused within this slack of a kill would be mistaken for the victim.
+START_SLACK_S = 1.0
+# The kernel keeps 15 characters of a process name (TASK_COMM_LEN 16, with its NUL).
+COMM_CHARS = 15
 
 
 @dataclass(frozen=True)
@@ -45,23 +59,94 @@ class _Reason:
     evidence: tuple[EvidenceRef, ...] = ()
 
 
+@dataclass(frozen=True)
+class _Match:
+    """Why a victim is the process in question: ``name`` (the pattern matches the name the
+    kernel logged), ``pid`` (it is a focus process of the process table that has ended:
+    same PID, killed after it started), ``program`` (the kernel cut the name to 15
+    characters; a focus process runs a program whose name starts with them and matches the
+    pattern: the same program, most likely another run of it)."""
+
+    how: str
+    process: ProcessEntry | None = None
+
+
+@dataclass(frozen=True)
+class _Focus:
+    """The process in question: the --focus pattern, and what the process table knows."""
+
+    pattern: re.Pattern[str] | None
+    processes: tuple[ProcessEntry, ...] = ()
+    ended: frozenset[int] = frozenset()
+    pids_comparable: bool = False
+
+    def match(self, kill: OomKill) -> _Match | None:
+        if self.pattern is None:
+            return _Match("name")
+        same = self._same_process(kill)
+        if same is not None:
+            return _Match("pid", same)
+        if self.pattern.search(kill.name) is not None:
+            return _Match("name")
+        if len(kill.name) != COMM_CHARS:
+            return None
+        for process in self.processes:
+            program = process.argv[0].rsplit("/", 1)[-1] if process.argv else ""
+            cut = process.name == kill.name and program.startswith(kill.name)
+            if cut and self.pattern.search(program) is not None:
+                return _Match("program", process)
+        return None
+
+    def _same_process(self, kill: OomKill) -> ProcessEntry | None:
+        """Only a process that has ended (a zombie, or gone by the second snapshot) can be a
+        victim; a PID reused after the kill started later than it."""
+        if not self.pids_comparable or kill.previous_boot or kill.time is None:
+            return None
+        process = next((p for p in self.processes if p.pid == kill.pid), None)
+        if process is None or process.pid not in self.ended or process.started_at is None:
+            return None
+        after_start = (kill.time - process.started_at).total_seconds() >= -START_SLACK_S
+        return process if after_start else None
+
+    @property
+    def earliest_start(self) -> ProcessEntry | None:
+        """The focus process that started first, when every one's start is known."""
+        if not self.processes or any(p.started_at is None for p in self.processes):
+            return None
+        return min(self.processes, key=lambda p: (p.started_at, p.pid))
+
+
 def oom_verdict(facts: Facts, context: RuleContext) -> list[Finding]:
     log = facts.kernel_log
     if log is None:
         return []
-    focus = _focus_pattern(context.options.focus)
-    in_question = [k for k in log.oom_kills if _matches(focus, k)]
-    others = [k for k in log.oom_kills if not _matches(focus, k)]
+    focus = _focus(facts, context.options.focus)
+    in_question = [k for k in log.oom_kills if focus.match(k)]
+    others = [k for k in log.oom_kills if not focus.match(k)]
     findings = _victims(log, facts, focus, in_question, others)
     if any(not kill.previous_boot for kill in in_question):
         return findings
     counters = _counters(facts.cgroup, log)
-    reasons = _reasons(facts, log, counters)
+    since = _reach_to_start(log, focus)
+    reasons = _reasons(facts, log, counters, since)
     if reasons:
         findings.append(_inconclusive(log, context.options.focus, counters, reasons))
     else:
-        findings.append(_ruled_out(log, context.options.focus, counters, others))
+        findings.append(_ruled_out(log, context.options.focus, counters, others, since))
     return findings
+
+
+def _focus(facts: Facts, focus: str | None) -> _Focus:
+    pattern = _focus_pattern(focus)
+    table = facts.processes
+    if pattern is None or table is None or table.focus is None or table.focus.error:
+        return _Focus(pattern)
+    ended = table.focus.zombies + table.focus.exited
+    matched = sorted(table.focus.live + ended)
+    processes = tuple(p for pid in matched if (p := table.by_pid(pid)) is not None)
+    # Inside a container the table's PIDs are its namespace's; the kernel logs host PIDs.
+    container = facts.system.container if facts.system is not None else None
+    return _Focus(pattern, processes, frozenset(ended), pids_comparable=container is None)
 
 
 def _focus_pattern(focus: str | None) -> re.Pattern[str] | None:
@@ -73,14 +158,20 @@ def _focus_pattern(focus: str | None) -> re.Pattern[str] | None:
         return re.compile(re.escape(focus))
 
 
-def _matches(focus: re.Pattern[str] | None, kill: OomKill) -> bool:
-    return focus is None or focus.search(kill.name) is not None
+def _reach_to_start(log: KernelLogFacts, focus: _Focus) -> ProcessEntry | None:
+    """The focus process whose start the log reaches back to, when it does not reach boot."""
+    first = focus.earliest_start
+    if log.reaches_boot is not False or first is None or first.started_at is None:
+        return None
+    if log.earliest_time is None or log.earliest_time > first.started_at:
+        return None
+    return first
 
 
 def _victims(
     log: KernelLogFacts,
     facts: Facts,
-    focus: re.Pattern[str] | None,
+    focus: _Focus,
     in_question: list[OomKill],
     others: list[OomKill],
 ) -> list[Finding]:
@@ -88,7 +179,7 @@ def _victims(
         others, key=lambda k: k.previous_boot
     )
     findings = [
-        _killed(log, facts, kill, in_question=kill in in_question, focused=focus is not None)
+        _killed(log, facts, kill, focus.match(kill), focused=focus.pattern is not None)
         for kill in ordered[:VICTIM_FINDINGS_MAX]
     ]
     rest = ordered[VICTIM_FINDINGS_MAX:]
@@ -99,8 +190,9 @@ def _victims(
 
 
 def _killed(
-    log: KernelLogFacts, facts: Facts, kill: OomKill, in_question: bool, focused: bool
+    log: KernelLogFacts, facts: Facts, kill: OomKill, match: _Match | None, focused: bool
 ) -> Finding:
+    in_question = match is not None
     when = _when(kill)
     why = _scope_words(kill)
     counters = [
@@ -123,6 +215,7 @@ def _killed(
         )
     if focused and not in_question:
         sentences.append("It does not match --focus: it is not the process in question.")
+    sentences += _match_words(kill, match)
     if kill.previous_boot:
         sentences.append("It happened before the last boot.")
     severity = Severity.critical if in_question and not kill.previous_boot else Severity.warning
@@ -145,10 +238,28 @@ def _killed(
             "rss_kb": kill.rss_kb,
             "memcg_oom_kill": counters[0].oom_kill if counters else None,
             "in_question": in_question,
+            "matched_by": match.how if match else None,
             "source": log.source,
         },
         evidence=evidence,
     )
+
+
+def _match_words(kill: OomKill, match: _Match | None) -> list[str]:
+    if match is None or match.process is None:
+        return []
+    process = match.process
+    state = "a zombie now" if process.is_zombie else "gone by the second snapshot"
+    if match.how == "pid":
+        return [
+            f"It is the --focus process of the process table itself: pid {kill.pid}, "
+            f"{state}, killed after it started."
+        ]
+    return [
+        f"Its name does not match --focus, but the kernel cuts names to 15 characters: "
+        f"{kill.name} is how it names {process.argv[0]}, which the --focus process pid "
+        f"{process.pid} runs. Most likely the same program, another run of it."
+    ]
 
 
 def _when(kill: OomKill) -> str:
@@ -278,13 +389,15 @@ def _counters(cgroup: CgroupFacts | None, log: KernelLogFacts) -> list[_Counter]
     return counters
 
 
-def _reasons(facts: Facts, log: KernelLogFacts, counters: list[_Counter]) -> list[_Reason]:
+def _reasons(
+    facts: Facts, log: KernelLogFacts, counters: list[_Counter], since: ProcessEntry | None
+) -> list[_Reason]:
     reasons = []
     container = facts.system.container if facts.system is not None else None
     if not log.readable:
         reasons.append(_unreadable(log, container))
     else:
-        reasons += _reach_reasons(log)
+        reasons += [r for r in _reach_reasons(log) if not (since and r.code == "buffer_wrapped")]
     if log.incomplete and log.readable:
         reasons.append(
             _Reason(
@@ -293,7 +406,10 @@ def _reasons(facts: Facts, log: KernelLogFacts, counters: list[_Counter]) -> lis
                 ("Re-run with a longer --timeout.",),
             )
         )
-    reasons += _counter_reasons(facts.cgroup, log, counters)
+    counted = _counter_reasons(facts.cgroup, log, counters)
+    # Kills missing from a log that is whole from its first line on are older than that
+    # line, so older than the focus process it reaches back to: not its death.
+    reasons += [r for r in counted if not (since and r.code == "kills_unexplained")]
     return reasons
 
 
@@ -474,34 +590,74 @@ def _short(reason: _Reason) -> str:
 
 
 def _ruled_out(
-    log: KernelLogFacts, focus: str | None, counters: list[_Counter], others: list[OomKill]
+    log: KernelLogFacts,
+    focus: str | None,
+    counters: list[_Counter],
+    others: list[OomKill],
+    since: ProcessEntry | None,
 ) -> Finding:
     what = f"no process matching '{focus}'" if focus else "no process"
+    whom = f"a process matching '{focus}'" if focus else "any process"
     boot = f" at {log.boot_time:%Y-%m-%d %H:%M:%S} UTC" if log.boot_time else ""
     other_words = ""
     if others:
         names = ", ".join(sorted({kill.name for kill in others}))
         other_words = f" It shows {len(others)} OOM kills of other processes ({names})."
     counted = "; ".join(f"{c.label} = {c.value}" for c in counters)
+    if since is None:
+        title = f"Not OOM-killed: {what} was OOM-killed since boot{boot}"
+        reach = (
+            f"The kernel log ({log.source}) was read whole and reaches back to boot (its first "
+            f"line is in the evidence); it records no OOM kill of {whom}."
+            f"{other_words} The kernel's own counters agree ({counted}): every kill they "
+            "count is in the log. An OOM kill before the last boot would not show here."
+        )
+        earlier = "For a death before the last boot: `journalctl -k -b -1 | grep 'Killed process'`."
+    else:
+        started = f"{since.started_at:%Y-%m-%d %H:%M:%S} UTC" if since.started_at else "?"
+        first = f"{log.earliest_time:%Y-%m-%d %H:%M:%S} UTC" if log.earliest_time else "?"
+        title = (
+            f"Not OOM-killed: {what} was OOM-killed since {since.name} (pid {since.pid}) "
+            f"started at {started}"
+        )
+        shown = sum(1 for kill in log.oom_kills if not kill.previous_boot)
+        missing = [c for c in counters if c.value > shown]
+        older = (
+            f" The counters ({counted}) count kills the log does not show: those happened "
+            f"before its first line, so before pid {since.pid} started."
+            if missing
+            else f" The kernel's own counters agree ({counted})."
+        )
+        reach = (
+            f"The kernel log ({log.source}) was read whole. It does not reach back to boot: its "
+            f"first line is from {first}, but {since.name} (pid {since.pid}), the first "
+            f"--focus process to start, started at {started}, after it. The log records no "
+            f"OOM kill of {whom} since then.{other_words}{older} An "
+            f"earlier run of it, before {first}, is not covered."
+        )
+        earlier = (
+            "For an earlier run that died before the log's first line: the persistent "
+            "journal (`journalctl -k | grep 'Killed process'`) or /var/log/kern.log*."
+        )
     return Finding(
         id="oom.ruled_out",
         severity=Severity.info,
-        title=f"Not OOM-killed: {what} was OOM-killed since boot{boot}",
-        explanation=(
-            f"The kernel log ({log.source}) was read whole and reaches back to boot (its first "
-            f"line is in the evidence); it records no OOM kill of {what.removeprefix('no ')}."
-            f"{other_words} The kernel's own counters agree ({counted}): every kill they "
-            "count is in the log. An OOM kill before the last boot would not show here."
-        ),
+        title=title,
+        explanation=reach,
         next_steps=[
             "Look elsewhere for why it died: its exit status (137 without an OOM line means "
             "some other SIGKILL), its own log, its supervisor's log.",
-            "For a death before the last boot: `journalctl -k -b -1 | grep 'Killed process'`.",
+            earlier,
         ],
         subject={
             "focus": focus,
             "log_source": log.source,
             "boot_time": log.boot_time.isoformat() if log.boot_time else None,
+            **(
+                {"since_pid": since.pid, "since": since.started_at.isoformat()}
+                if since is not None and since.started_at is not None
+                else {}
+            ),
             "kills_of_others": len(others),
             "counted": {c.label: c.value for c in counters},
         },
