@@ -112,6 +112,14 @@ def collect_command(
         ),
     ] = False,
     connect_timeout: Annotated[float, typer.Option(help="Seconds to establish SSH.")] = 10.0,
+    sudo: Annotated[
+        bool,
+        typer.Option(
+            "--sudo",
+            help="Run the script as root through `sudo -n /bin/sh` (needs a NOPASSWD rule; "
+            "never asks a password).",
+        ),
+    ] = False,
     timeout: Annotated[
         float, typer.Option(help="Deadline in seconds for the whole collection.")
     ] = 120.0,
@@ -178,6 +186,7 @@ def collect_command(
         known_hosts=str(known_hosts) if known_hosts else None,
         accept_new_host_key=accept_new_host_key,
         connect_timeout=connect_timeout,
+        sudo=sudo,
     )
     if not 0 <= snapshot_gap <= 60:
         raise UsageError("--snapshot-gap must be between 0 and 60 seconds")
