@@ -27,7 +27,8 @@ from forensics.sweep import (
 )
 from forensics.sweep_lock import SweepLock
 from forensics.sweep_progress import SweepProgress
-from reports.sweep_summary import SweepFormat, render_sweep
+from reports import Format, render_fleet
+from reports.fleet import fleet_summary
 
 EXIT_BY_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
 
@@ -104,8 +105,14 @@ def sweep_command(
         Path, typer.Option(help="Bundles go to OUT/<sweep id>/<host>/<UTC time>/.")
     ] = Path("forensics-bundles"),
     format: Annotated[
-        SweepFormat, typer.Option("--format", "-f", help="What goes to stdout.")
-    ] = SweepFormat.text,
+        Format,
+        typer.Option(
+            "--format",
+            "-f",
+            help="What goes to stdout: a summary (text), the FleetReport (json), or the fleet "
+            "report page (md, html).",
+        ),
+    ] = Format.text,
     history: Annotated[
         Path | None, typer.Option(help="History database (default OUT/history.sqlite).")
     ] = None,
@@ -193,7 +200,7 @@ def sweep_command(
 
 
 def _sweep_once(
-    sweep: Sweep, stop: StopRequest, format: SweepFormat, interruptible: bool
+    sweep: Sweep, stop: StopRequest, format: Format, interruptible: bool
 ) -> FleetReport:
     display = SweepProgress(Console(stderr=True), len(sweep.hosts)) if sys.stderr.isatty() else None
     sweep.observer = display or QuietObserver()
@@ -210,12 +217,12 @@ def _sweep_once(
     return report
 
 
-def _emit(report: FleetReport, format: SweepFormat, compact: bool) -> None:
-    if format is SweepFormat.json and compact:
+def _emit(report: FleetReport, format: Format, compact: bool) -> None:
+    if format is Format.json and compact:
         text = report.model_dump_json()
     else:
-        text = render_sweep(report, format)
+        text = render_fleet(fleet_summary(report), format)
     sys.stdout.write(text.rstrip("\n") + "\n")
-    if format is SweepFormat.text:
+    if format is Format.text:
         sys.stdout.write(f"fleet report: {Path(report.directory) / FLEET_REPORT}\n")
     sys.stdout.flush()
