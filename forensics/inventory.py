@@ -27,6 +27,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from forensics.duration_input import parse_duration
 from forensics.errors import UsageError
+from forensics.focus_regex import focus_problem
 from forensics.located_yaml import LocatedYaml, YamlProblem, dotted, load_located
 from forensics.log_options import log_path_problem
 from forensics.models import CollectOptions, MemoryThresholds, Target
@@ -446,9 +447,6 @@ class _Resolver:
             return MemoryThresholds()
 
     def _check_focus(self, where: tuple[str | int, ...] | None, focus: str | None) -> None:
-        if focus is None:
-            return
-        try:
-            re.compile(focus)
-        except re.error as error:
-            self._problem(where or ("focus",), f"not a valid regular expression: {error}")
+        problem = focus_problem(focus) if focus is not None else None
+        if problem is not None:
+            self._problem(where or ("focus",), problem)
