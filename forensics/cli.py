@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
-import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +20,7 @@ from forensics.errors import (
     ForensicsError,
     UsageError,
 )
+from forensics.focus_regex import focus_problem
 from forensics.history_cli import diff_command, history_command
 from forensics.host_report import HostReport
 from forensics.inventory_cli import app as inventory_app
@@ -62,14 +61,9 @@ def _fail_on_threshold(value: str) -> Severity | None:
 
 
 def _check_regex(focus: str | None) -> None:
-    if focus is None:
-        return
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            re.compile(focus)
-    except re.error as error:
-        raise UsageError(f"--focus: not a valid regular expression: {error}") from error
+    problem = focus_problem(focus) if focus is not None else None
+    if problem is not None:
+        raise UsageError(f"--focus: {problem}")
 
 
 def _exit_status(report: HostReport, fail_on: Severity | None) -> int:
@@ -112,6 +106,14 @@ def collect_command(
         ),
     ] = False,
     connect_timeout: Annotated[float, typer.Option(help="Seconds to establish SSH.")] = 10.0,
+    sudo: Annotated[
+        bool,
+        typer.Option(
+            "--sudo",
+            help="Run the script as root through `sudo -n /bin/sh` (needs a NOPASSWD rule; "
+            "never asks a password).",
+        ),
+    ] = False,
     timeout: Annotated[
         float, typer.Option(help="Deadline in seconds for the whole collection.")
     ] = 120.0,
@@ -185,6 +187,7 @@ def collect_command(
         known_hosts=str(known_hosts) if known_hosts else None,
         accept_new_host_key=accept_new_host_key,
         connect_timeout=connect_timeout,
+        sudo=sudo,
     )
     if not 0 <= snapshot_gap <= 60:
         raise UsageError("--snapshot-gap must be between 0 and 60 seconds")

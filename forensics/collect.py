@@ -8,7 +8,7 @@ from pathlib import Path
 
 from forensics import __version__, bundle
 from forensics.analysis import analyze
-from forensics.errors import CollectionError, DeadlineExceeded, UsageError
+from forensics.errors import AuthRefused, CollectionError, DeadlineExceeded, UsageError
 from forensics.host_report import HostReport
 from forensics.models import CollectOptions, CollectStatus, Manifest, Target
 from forensics.probe import Captured
@@ -90,6 +90,14 @@ def _raise_nothing_collected(
             f"(raw output kept in {path}); raise --timeout"
         )
     said = outcome.stderr.decode("utf-8", "replace").strip().splitlines()
+    refusal = next((line for line in said if "sudo" in line), None)
+    if target.sudo and refusal is not None:
+        who = outcome.user or target.user or "the login user"
+        raise AuthRefused(
+            f"{target.name}: sudo refused to run the collection as root ({refusal.strip()}); "
+            f"{who} needs a NOPASSWD sudo rule for /bin/sh, or collect without sudo "
+            f"(raw output kept in {path})"
+        )
     detail = decoded.fatal or (said[-1] if said else f"exit status {outcome.exit_status}")
     raise CollectionError(
         f"{target.name}: the collection script did not run ({detail}); "

@@ -14,6 +14,10 @@ from forensics.host_report import HostReport
 from forensics.models import CollectStatus, Severity
 
 SCHEMA_VERSION = 1
+NOT_COLLECTED = "not_collected"
+STANDING_RANKS = {"critical": 4, NOT_COLLECTED: 3, "warning": 2, "info": 1, "clean": 0}
+"""A host that could not be collected sorts below a critical one and above a warning: its
+state is unknown, which is worse than a known warning and better than a known disaster."""
 
 
 class HostStatus(enum.StrEnum):
@@ -65,6 +69,13 @@ class HostRun(BaseModel):
     @property
     def worst(self) -> Severity | None:
         return self.report.worst if self.report is not None else None
+
+    @property
+    def standing(self) -> str:
+        """critical, not_collected, warning, info or clean (``STANDING_RANKS``)."""
+        if not self.status.collected:
+            return NOT_COLLECTED
+        return self.worst.value if self.worst is not None else "clean"
 
 
 class FindingCount(BaseModel):
@@ -133,12 +144,5 @@ def count_findings(hosts: list[HostRun]) -> list[FindingCount]:
 
 
 def host_order(host: HostRun) -> tuple[int, str]:
-    """Sort key, worst first: critical, then not collected (unknown is worse than a known
-    warning), warning, info, clean; then by name."""
-    if not host.status.collected:
-        standing = 3
-    elif host.worst is None:
-        standing = 0
-    else:
-        standing = {"info": 1, "warning": 2, "critical": 4}[host.worst.value]
-    return (-standing, host.name)
+    """Sort key, worst first by standing (``STANDING_RANKS``), then by name."""
+    return (-STANDING_RANKS[host.standing], host.name)

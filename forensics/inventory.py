@@ -27,17 +27,17 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from forensics.duration_input import parse_duration
 from forensics.errors import UsageError
+from forensics.focus_regex import focus_problem
 from forensics.located_yaml import LocatedYaml, YamlProblem, dotted, load_located
-from forensics.models import CollectOptions, Target
+from forensics.log_options import log_path_problem
+from forensics.models import CollectOptions, MemoryThresholds, Target
+from forensics.thresholds import ThresholdProblem, memory_thresholds
 from probes import PROBES
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_TIMEOUT_S = 120.0
 MAX_ERRORS_SHOWN = 20
 
-# Modelled and validated today, read by probes that are still being written; `inventory
-# check` and `sweep` say so rather than let the operator believe they took effect.
-NOT_YET_WIRED = ("logs", "scripts", "thresholds", "sudo")
 PATH_FIELDS = ("identity", "known_hosts", "ssh_config")
 
 _NAME = re.compile(r"^[^\s/]+$")
@@ -111,8 +111,10 @@ class Settings(_Strict):
     scripts: list[str] | None = Field(
         default=None, description="Wrapper scripts on the host to check (paths on the host)."
     )
-    thresholds: dict[str, float] | None = None
-    sudo: bool | None = None
+    thresholds: dict[str, float] | None = Field(
+        default=None, description="Memory finding thresholds by name, as collect --threshold."
+    )
+    sudo: bool | None = Field(default=None, description="Run the script through sudo -n.")
 
 
 class HostEntry(Settings):
@@ -143,26 +145,12 @@ class ResolvedHost(BaseModel):
     target: Target
     timeout_s: float
     options: CollectOptions
-    logs: LogSettings
-    scripts: tuple[str, ...]
-    thresholds: dict[str, float]
-    sudo: bool
 
     @property
     def address(self) -> str:
         user = f"{self.target.user}@" if self.target.user else ""
         port = f":{self.target.port}" if self.target.port else ""
         return f"{user}{self.target.host}{port}"
-
-    def unwired_settings(self) -> list[str]:
-        """The settings this host sets that no probe of this build reads yet."""
-        used = {
-            "logs": bool(self.logs.watch or self.logs.expect),
-            "scripts": bool(self.scripts),
-            "thresholds": bool(self.thresholds),
-            "sudo": self.sudo,
-        }
-        return [name for name in NOT_YET_WIRED if used[name]]
 
     def with_deadlines(
         self, timeout_s: float | None, connect_timeout_s: float | None
@@ -361,6 +349,9 @@ class _Resolver:
             self._check_jump(origin["proxy_jump"], merged["proxy_jump"])
         self._check_probes(origin.get("probes"), merged.get("probes", []))
         self._check_focus(origin.get("focus"), merged.get("focus"))
+        logs: LogSettings = merged.get("logs", LogSettings())
+        self._check_logs(origin.get("logs"), logs)
+        thresholds = self._thresholds(origin.get("thresholds"), merged.get("thresholds", {}))
         port = merged.get("port")
         name = entry.name or (entry.host if port in (None, 22) else f"{entry.host}:{port}")
         if not _NAME.match(name):
@@ -381,8 +372,16 @@ class _Resolver:
             proxy_jump=merged.get("proxy_jump"),
             accept_new_host_key=merged.get("accept_new_host_key", False),
             connect_timeout=merged.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT_S),
+            sudo=merged.get("sudo", False),
         )
-        options = CollectOptions(focus=merged.get("focus"), probes=tuple(merged.get("probes", ())))
+        options = CollectOptions(
+            focus=merged.get("focus"),
+            probes=tuple(merged.get("probes", ())),
+            logs=tuple(logs.watch),
+            expected_logs=tuple(logs.expect),
+            memory_thresholds=thresholds,
+            scripts=tuple(merged.get("scripts", ())),
+        )
         return ResolvedHost(
             name=name,
             group=group_name,
@@ -391,10 +390,6 @@ class _Resolver:
             target=target,
             timeout_s=merged.get("timeout", DEFAULT_TIMEOUT_S),
             options=options,
-            logs=merged.get("logs", LogSettings()),
-            scripts=tuple(merged.get("scripts", ())),
-            thresholds=merged.get("thresholds", {}),
-            sudo=merged.get("sudo", False),
         )
 
     def _local_path(self, where: tuple[str | int, ...], value: str) -> str:
@@ -425,10 +420,23 @@ class _Resolver:
                     f"unknown probe {name!r} (this build has: {', '.join(known)})",
                 )
 
-    def _check_focus(self, where: tuple[str | int, ...] | None, focus: str | None) -> None:
-        if focus is None:
-            return
+    def _check_logs(self, where: tuple[str | int, ...] | None, logs: LogSettings) -> None:
+        for kind in ("watch", "expect"):
+            for index, path in enumerate(getattr(logs, kind)):
+                problem = log_path_problem(path)
+                if problem is not None:
+                    self._problem((*(where or ("logs",)), kind, index), f"{problem}, got {path!r}")
+
+    def _thresholds(
+        self, where: tuple[str | int, ...] | None, values: dict[str, float]
+    ) -> MemoryThresholds:
         try:
-            re.compile(focus)
-        except re.error as error:
-            self._problem(where or ("focus",), f"not a valid regular expression: {error}")
+            return memory_thresholds(values)
+        except ThresholdProblem as error:
+            self._problem((*(where or ("thresholds",)), error.name), error.problem)
+            return MemoryThresholds()
+
+    def _check_focus(self, where: tuple[str | int, ...] | None, focus: str | None) -> None:
+        problem = focus_problem(focus) if focus is not None else None
+        if problem is not None:
+            self._problem(where or ("focus",), problem)

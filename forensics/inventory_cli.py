@@ -56,7 +56,9 @@ def render_inventory(inventory: Inventory, width: int = 200) -> str:
     groups = f"{len(inventory.groups)} group{'s' if len(inventory.groups) != 1 else ''}"
     console.print(Text(f"{inventory.path}: {len(inventory.hosts)} hosts in {groups}, valid"))
     table = Table(show_header=True, header_style="bold", expand=False)
-    for column in ("host", "group", "address", "via", "timeout", "probes", "focus", "line"):
+    for column in (
+        "host", "group", "address", "via", "sudo", "timeout", "probes", "focus", "logs", "line",
+    ):  # fmt: skip
         table.add_column(column, no_wrap=True)
     for host in inventory.hosts:
         table.add_row(
@@ -64,21 +66,14 @@ def render_inventory(inventory: Inventory, width: int = 200) -> str:
             Text(host.group or "-"),
             Text(inert(host.address)),
             Text(inert(host.target.proxy_jump or "-")),
+            Text("yes" if host.target.sudo else "-"),
             Text(f"{host.timeout_s:g}s"),
             Text(",".join(host.options.probes) or "all"),
             Text(inert(host.options.focus or "-")),
+            Text(str(len(host.options.logs) + len(host.options.expected_logs) or "-")),
             Text(host.source.rsplit(":", 1)[-1]),
         )
     console.print(table, soft_wrap=False)
-    unwired: dict[str, int] = {}
-    for host in inventory.hosts:
-        for name in host.unwired_settings():
-            unwired[name] = unwired.get(name, 0) + 1
-    if unwired:
-        listed = ", ".join(f"{name} ({count} hosts)" for name, count in unwired.items())
-        console.print(
-            Text(f"valid, but not used by this version's probes yet (kept for them): {listed}")
-        )
     return buffer.getvalue()
 
 

@@ -1,4 +1,5 @@
-"""Check the log and GPU options of ``collect`` before anything runs on the host."""
+"""Check the log and GPU options of ``collect`` (and an inventory's ``logs:``) before
+anything runs on the host."""
 
 from __future__ import annotations
 
@@ -8,6 +9,20 @@ from forensics.errors import UsageError
 from forensics.models import CollectOptions
 
 
+def log_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot name a log on the host, or None. The script runs in a private
+    temp dir there, so a relative path would mean nothing.
+
+    >>> log_path_problem("~/bench*.log") is None
+    True
+    >>> log_path_problem("bench.log")
+    'give an absolute path or one starting with ~/'
+    """
+    if not (path.startswith("/") or path.startswith("~/")) or "\n" in path:
+        return "give an absolute path or one starting with ~/"
+    return None
+
+
 def log_options(
     options: CollectOptions,
     globs: Sequence[str],
@@ -15,8 +30,7 @@ def log_options(
     lines: int,
     gpu_timeout_s: float,
 ) -> CollectOptions:
-    """``options`` with the logs to read; relative paths are refused, since the script runs
-    in a private temp dir on the host where they would mean nothing.
+    """``options`` with the logs to read; a path ``log_path_problem`` refuses is an error.
 
     >>> log_options(CollectOptions(), ["~/b*.log"], ["/var/log/s.log"], 20, 5).logs
     ('~/b*.log',)
@@ -27,8 +41,9 @@ def log_options(
     """
     for flag, paths in (("--log", globs), ("--expect-log", expected)):
         for path in paths:
-            if not (path.startswith("/") or path.startswith("~/")) or "\n" in path:
-                raise UsageError(f"{flag} {path!r}: give an absolute path or one starting with ~/")
+            problem = log_path_problem(path)
+            if problem is not None:
+                raise UsageError(f"{flag} {path!r}: {problem}")
     if not 1 <= lines <= 1000:
         raise UsageError(f"--log-lines: expected 1 to 1000, got {lines}")
     if gpu_timeout_s <= 0:

@@ -53,6 +53,10 @@ class Target(Frozen):
     known_hosts: str | None = None
     accept_new_host_key: bool = False
     connect_timeout: float = Field(default=10.0, gt=0)
+    sudo: bool = Field(
+        default=False,
+        description="Run the script as root through `sudo -n /bin/sh` (never asks a password).",
+    )
 
     @property
     def is_local(self) -> bool:

@@ -14,7 +14,7 @@ from rich.console import Console
 from forensics.duration_input import parse_duration
 from forensics.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
 from forensics.fleet_report import FleetReport
-from forensics.inventory import ResolvedHost, load_inventory
+from forensics.inventory import load_inventory
 from forensics.models import Severity
 from forensics.schedule import run_every
 from forensics.store import History
@@ -27,7 +27,8 @@ from forensics.sweep import (
 )
 from forensics.sweep_lock import SweepLock
 from forensics.sweep_progress import SweepProgress
-from reports.sweep_summary import SweepFormat, render_sweep
+from reports import Format, render_fleet
+from reports.fleet import fleet_summary
 
 EXIT_BY_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
 
@@ -72,16 +73,6 @@ def exit_status(report: FleetReport, fail_on: Severity | None, allow_unreachable
     return EXIT_OK
 
 
-def _note_unwired(hosts: list[ResolvedHost]) -> None:
-    counts: dict[str, int] = {}
-    for host in hosts:
-        for name in host.unwired_settings():
-            counts[name] = counts.get(name, 0) + 1
-    if counts:
-        listed = ", ".join(f"{name} ({count} hosts)" for name, count in counts.items())
-        _say(f"note: not used by this version's probes yet: {listed}")
-
-
 def sweep_command(
     inventory: Annotated[Path, typer.Option("--inventory", help="The inventory file.")] = Path(
         "inventory.yaml"
@@ -104,8 +95,14 @@ def sweep_command(
         Path, typer.Option(help="Bundles go to OUT/<sweep id>/<host>/<UTC time>/.")
     ] = Path("forensics-bundles"),
     format: Annotated[
-        SweepFormat, typer.Option("--format", "-f", help="What goes to stdout.")
-    ] = SweepFormat.text,
+        Format,
+        typer.Option(
+            "--format",
+            "-f",
+            help="What goes to stdout: a summary (text), the FleetReport (json), or the fleet "
+            "report page (md, html).",
+        ),
+    ] = Format.text,
     history: Annotated[
         Path | None, typer.Option(help="History database (default OUT/history.sqlite).")
     ] = None,
@@ -162,7 +159,6 @@ def sweep_command(
         host.with_deadlines(timeout_s, connect_timeout_s)
         for host in loaded.select(group or (), limit or ())
     ]
-    _note_unwired(hosts)
     out.mkdir(parents=True, exist_ok=True)
     with SweepLock(lock or out / "sweep.lock"):
         store = History.open(history or out / "history.sqlite", warn)
@@ -193,7 +189,7 @@ def sweep_command(
 
 
 def _sweep_once(
-    sweep: Sweep, stop: StopRequest, format: SweepFormat, interruptible: bool
+    sweep: Sweep, stop: StopRequest, format: Format, interruptible: bool
 ) -> FleetReport:
     display = SweepProgress(Console(stderr=True), len(sweep.hosts)) if sys.stderr.isatty() else None
     sweep.observer = display or QuietObserver()
@@ -210,12 +206,12 @@ def _sweep_once(
     return report
 
 
-def _emit(report: FleetReport, format: SweepFormat, compact: bool) -> None:
-    if format is SweepFormat.json and compact:
+def _emit(report: FleetReport, format: Format, compact: bool) -> None:
+    if format is Format.json and compact:
         text = report.model_dump_json()
     else:
-        text = render_sweep(report, format)
+        text = render_fleet(fleet_summary(report), format)
     sys.stdout.write(text.rstrip("\n") + "\n")
-    if format is SweepFormat.text:
+    if format is Format.text:
         sys.stdout.write(f"fleet report: {Path(report.directory) / FLEET_REPORT}\n")
     sys.stdout.flush()

@@ -1,8 +1,9 @@
-"""``--threshold NAME=VALUE``: override when a memory finding fires, one name at a time."""
+"""When memory findings fire: ``--threshold NAME=VALUE`` on ``collect``, or an inventory's
+``thresholds:`` mapping; both go through ``memory_thresholds``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
@@ -10,31 +11,59 @@ from forensics.errors import UsageError
 from forensics.models import MemoryThresholds
 
 
+class ThresholdProblem(ValueError):
+    """One threshold that cannot be used: its ``name`` and what is wrong, in words."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+        self.name = name
+        self.problem = problem
+
+
+def memory_thresholds(values: Mapping[str, object]) -> MemoryThresholds:
+    """Defaults, with each named value applied; ``ThresholdProblem`` for the first bad one.
+
+    >>> memory_thresholds({"near_limit_warning_percent": 85}).near_limit_warning_percent
+    85.0
+    >>> memory_thresholds({"memory_used_percent": 90})
+    Traceback (most recent call last):
+    ...
+    forensics.thresholds.ThresholdProblem: memory_used_percent: unknown threshold; known: ...
+    """
+    known = list(MemoryThresholds.model_fields)
+    for name in values:
+        if name not in known:
+            raise ThresholdProblem(name, f"unknown threshold; known: {', '.join(known)}")
+    try:
+        return MemoryThresholds.model_validate(values)
+    except ValidationError as error:
+        detail = error.errors()[0]
+        name = ".".join(str(part) for part in detail["loc"])
+        message = str(detail["msg"])
+        raise ThresholdProblem(
+            name, f"{message[0].lower()}{message[1:]}, got {detail['input']!r}"
+        ) from error
+
+
 def parse_thresholds(pairs: Sequence[str]) -> MemoryThresholds:
-    """Defaults, with each ``NAME=VALUE`` applied; ``UsageError`` names what is wrong.
+    """``--threshold NAME=VALUE`` options; ``UsageError`` names what is wrong.
 
     >>> parse_thresholds(["near_limit_warning_percent=85"]).near_limit_warning_percent
     85.0
     >>> parse_thresholds(["near=85"])
     Traceback (most recent call last):
     ...
-    forensics.errors.UsageError: --threshold near=85: unknown name; known: ...
+    forensics.errors.UsageError: --threshold near: unknown threshold; known: ...
     """
-    known = list(MemoryThresholds.model_fields)
     values: dict[str, str] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
-        name = name.strip()
         if not sep:
             raise UsageError(
                 f"--threshold {pair}: expected NAME=VALUE, e.g. near_limit_warning_percent=85"
             )
-        if name not in known:
-            raise UsageError(f"--threshold {pair}: unknown name; known: {', '.join(known)}")
-        values[name] = value.strip()
+        values[name.strip()] = value.strip()
     try:
-        return MemoryThresholds.model_validate(values)
-    except ValidationError as error:
-        problem = error.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"])
-        raise UsageError(f"--threshold {where}: {problem['msg']}") from error
+        return memory_thresholds(values)
+    except ThresholdProblem as problem:
+        raise UsageError(f"--threshold {problem}") from problem

@@ -37,6 +37,8 @@ from forensics.script import Script
 # Linux refuses a single argv string over 128 KiB (MAX_ARG_STRLEN); keep a margin.
 MAX_COMMAND_BYTES = 120 * 1024
 READ_CHUNK = 1 << 16
+# -n: fail at once, with one line on stderr, where sudo would ask for a password.
+SUDO = ("sudo", "-n")
 
 
 @dataclass
@@ -55,13 +57,13 @@ class RunOutcome:
 def run(target: Target, script: Script, deadline: float) -> RunOutcome:
     """Run ``script`` on ``target`` until it ends or ``deadline`` (a ``time.monotonic()``)."""
     if target.is_local:
-        return run_local(script, deadline)
+        return run_local(script, deadline, target.sudo)
     return run_ssh(target, script, deadline)
 
 
-def run_local(script: Script, deadline: float) -> RunOutcome:
+def run_local(script: Script, deadline: float, sudo: bool = False) -> RunOutcome:
     process = subprocess.Popen(
-        ["/bin/sh", "-c", script.text],
+        [*SUDO, "/bin/sh", "-c", script.text] if sudo else ["/bin/sh", "-c", script.text],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -106,15 +108,22 @@ def _local_user() -> str | None:
         return None
 
 
-def remote_command(script: Script) -> str:
-    """The exec command: decodes the script and hands it to /bin/sh, in any login shell."""
-    return shell_command(script.text)
+def remote_command(script: Script, sudo: bool = False) -> str:
+    """The exec command: decodes the script and hands it to /bin/sh, in any login shell;
+    with ``sudo``, to ``sudo -n /bin/sh``, so the script runs as root.
+
+    >>> from forensics.script import compose
+    >>> remote_command(compose([]), sudo=True).endswith("|base64 -d|sudo -n /bin/sh")
+    True
+    """
+    return shell_command(script.text, sudo)
 
 
-def shell_command(text: str) -> str:
+def shell_command(text: str, sudo: bool = False) -> str:
     """An exec command that runs POSIX sh ``text`` whatever the login shell is."""
     encoded = base64.b64encode(text.encode()).decode()
-    command = f"echo {encoded}|base64 -d|/bin/sh"
+    shell = " ".join((*SUDO, "/bin/sh")) if sudo else "/bin/sh"
+    command = f"echo {encoded}|base64 -d|{shell}"
     if len(command) > MAX_COMMAND_BYTES:
         raise UsageError(
             f"the composed script is {len(command)} bytes, over the {MAX_COMMAND_BYTES} "
@@ -259,7 +268,7 @@ def connect(target: Target) -> tuple[Connection, HostKeySeen]:
 
 
 def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
-    command = remote_command(script)
+    command = remote_command(script, target.sudo)
     connection, host_key = connect(target)
     try:
         transport = connection.transport

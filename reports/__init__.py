@@ -40,15 +40,19 @@ def render_host(report: HostReport, format: Format) -> str:
 
 
 def render_fleet(summary: FleetSummary, format: Format) -> str:
-    """The sweep's report: hosts worst first, counts by finding id, a section per host."""
+    """The sweep's report: hosts worst first, counts by finding id, what changed, a section
+    per host. JSON is the sweep's ``FleetReport`` itself."""
     if format is Format.json:
-        return summary.model_dump_json(indent=2)
+        return summary.fleet.model_dump_json(indent=2)
     if format is Format.text:
         from reports.terminal import render_fleet_terminal
 
         return render_fleet_terminal(summary)
-    gaps = {host.anchor: unchecked(host.report) for host in summary.hosts}
-    return _template(format, "fleet").render(summary=summary, gaps=gaps)
+    gaps = {
+        host.anchor: unchecked(host.run.report) if host.run.report is not None else []
+        for host in summary.hosts
+    }
+    return _template(format, "fleet").render(summary=summary, fleet=summary.fleet, gaps=gaps)
 
 
 def _host_context(report: HostReport, extension: str) -> dict[str, Any]:

@@ -1,116 +1,132 @@
-"""What the fleet report shows: one line per host, worst first, and counts by finding id.
+"""What the fleet report shows: one line per host, worst first, counts by finding id, and
+what changed since each host's previous run.
 
-The sweep builds a ``FleetSummary`` with ``fleet_summary(reports)`` from the
-``HostReport`` of every host it tried (a host it could not collect is a ``HostReport``
-whose status says why, with no facts), and renders it with ``reports.render_fleet``.
+The sweep's ``FleetReport`` holds every host it was asked for, collected or not (a host it
+could not reach carries a ``HostReport`` whose status says why; one it never started, was
+interrupted on, or failed on for another reason has only a status and a reason).
+``fleet_summary`` adds what a page needs (anchors, standings, headlines) and
+``reports.render_fleet`` renders it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from datetime import datetime
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forensics.host_report import HostReport
-from forensics.models import CollectStatus, Severity
+from forensics.fingerprint import TrackedFinding
+from forensics.fleet_report import NOT_COLLECTED, FindingCount, FleetReport, HostRun, host_order
 from reports.headline import headline
 
-NOT_COLLECTED = "not_collected"
-RANKS = {"critical": 4, NOT_COLLECTED: 3, "warning": 2, "info": 1, "clean": 0}
-"""A host that could not be collected sorts below a critical one and above a warning: its
-state is unknown, which is worse than a known warning and better than a known disaster."""
+CHANGE_KINDS = ("new", "resolved", "not_rechecked")
+"""What the report lists finding by finding; findings still present are only counted."""
 
 
 class FleetHost(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="The target's name as the operator calls it.")
+    name: str = Field(description="The host's name as the operator calls it.")
     anchor: str = Field(description="Unique HTML id of the host's section: host-<slug>.")
     standing: str = Field(description="critical, not_collected, warning, info or clean.")
     headline: str
     finding_ids: list[str] = Field(description="Distinct finding ids, worst first.")
-    report: HostReport
+    run: HostRun
 
 
-class FindingCount(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    severity: Severity = Field(description="The worst severity this id had on any host.")
-    hosts: int = Field(description="How many hosts have it.")
-    total: int = Field(description="How many findings with this id, all hosts together.")
+class Change(NamedTuple):
+    host: FleetHost
+    kind: str
+    finding: TrackedFinding
 
 
 class FleetSummary(BaseModel):
-    """Hosts sorted by standing (worst first, then by name); counts by finding id, the most
-    severe and most widespread first."""
+    """The sweep, and its hosts sorted by standing (worst first, then by name)."""
 
     model_config = ConfigDict(extra="forbid")
 
     title: str
-    started: datetime | None = None
-    finished: datetime | None = None
+    fleet: FleetReport
     hosts: list[FleetHost]
-    counts: list[FindingCount]
+
+    @property
+    def counts(self) -> list[FindingCount]:
+        return self.fleet.finding_counts
 
     @property
     def not_collected(self) -> int:
         return sum(1 for host in self.hosts if host.standing == NOT_COLLECTED)
 
+    @property
+    def compared(self) -> bool:
+        """Whether any host had an earlier run to compare with."""
+        return any(
+            host.run.changes is not None and host.run.changes.previous_run is not None
+            for host in self.hosts
+        )
 
-def fleet_summary(
-    reports: Sequence[HostReport],
-    title: str = "Fleet sweep",
-    started: datetime | None = None,
-    finished: datetime | None = None,
-) -> FleetSummary:
-    """Summarise a sweep's host reports.
+    def changes(self) -> list[Change]:
+        """New, resolved and not re-checked findings, host by host (worst host first)."""
+        return [
+            Change(host, kind, finding)
+            for host in self.hosts
+            if host.run.changes is not None
+            for kind in CHANGE_KINDS
+            for finding in getattr(host.run.changes, kind)
+        ]
+
+
+def fleet_summary(fleet: FleetReport, title: str | None = None) -> FleetSummary:
+    """Summarise a sweep for a page.
 
     >>> from datetime import UTC, datetime
-    >>> from forensics.models import Target
+    >>> from forensics.fleet_report import HostStatus, count_findings
+    >>> from forensics.host_report import HostReport
+    >>> from forensics.models import Finding, Target
     >>> now = datetime(2025, 11, 29, tzinfo=UTC)
-    >>> from forensics.models import Finding
     >>> zombie = Finding(id="process.zombie", severity="warning", title="A zombie",
     ...     explanation="")
     >>> def host(name, status="ok", findings=()):
-    ...     return HostReport(tool_version="0", target=Target(name=name), status=status,
-    ...         status_reason="connection refused" if status != "ok" else None,
+    ...     report = HostReport(tool_version="0", target=Target(name=name), status="ok",
     ...         started=now, finished=now, findings=list(findings))
-    >>> summary = fleet_summary([host("b"), host("a", findings=[zombie]),
-    ...     host("c", status="unreachable")])
+    ...     collected = status == "ok"
+    ...     return HostRun(name=name, address=name, status=status,
+    ...         reason=None if collected else "not started: SIGINT stopped the sweep first",
+    ...         report=report if collected else None)
+    >>> runs = [host("b"), host("a", findings=[zombie]), host("c", status="not_started")]
+    >>> summary = fleet_summary(FleetReport(tool_version="0", sweep_id="s1", inventory="i",
+    ...     directory="d", started=now, finished=now, hosts=runs,
+    ...     finding_counts=count_findings(runs)))
     >>> [(h.name, h.standing, h.anchor) for h in summary.hosts]
     [('c', 'not_collected', 'host-c'), ('a', 'warning', 'host-a'), ('b', 'clean', 'host-b')]
+    >>> summary.hosts[0].headline
+    'Not collected (not_started): not started: SIGINT stopped the sweep first.'
     >>> [(c.id, c.hosts) for c in summary.counts]
     [('process.zombie', 1)]
     """
     used: set[str] = set()
     hosts = [
         FleetHost(
-            name=report.target.name,
-            anchor=_anchor(report.target.name, used),
-            standing=_standing(report),
-            headline=headline(report).text,
-            finding_ids=list(dict.fromkeys(f.id for f in report.findings)),
-            report=report,
+            name=run.name,
+            anchor=_anchor(run.name, used),
+            standing=run.standing,
+            headline=_headline(run),
+            finding_ids=list(dict.fromkeys(f.id for f in run.report.findings))
+            if run.report is not None
+            else [],
+            run=run,
         )
-        for report in reports
+        for run in sorted(fleet.hosts, key=host_order)
     ]
-    hosts.sort(key=lambda h: (-RANKS[h.standing], h.name))
-    return FleetSummary(
-        title=title,
-        started=started,
-        finished=finished,
-        hosts=hosts,
-        counts=_counts(reports),
-    )
+    return FleetSummary(title=title or f"Fleet sweep {fleet.sweep_id}", fleet=fleet, hosts=hosts)
 
 
-def _standing(report: HostReport) -> str:
-    if report.status not in (CollectStatus.ok, CollectStatus.partial):
-        return NOT_COLLECTED
-    return report.worst.value if report.worst else "clean"
+def _headline(run: HostRun) -> str:
+    """The host report's headline; for a host with no report, the same words from the row."""
+    if run.report is not None:
+        return headline(run.report).text
+    reason = f": {run.reason.rstrip('.')}" if run.reason else ""
+    return f"Not collected ({run.status.value}){reason}."
 
 
 def _anchor(name: str, used: set[str]) -> str:
@@ -120,22 +136,3 @@ def _anchor(name: str, used: set[str]) -> str:
         anchor, counter = f"{base}-{counter}", counter + 1
     used.add(anchor)
     return anchor
-
-
-def _counts(reports: Sequence[HostReport]) -> list[FindingCount]:
-    worst: dict[str, Severity] = {}
-    hosts: dict[str, int] = {}
-    total: dict[str, int] = {}
-    for report in reports:
-        for finding in report.findings:
-            known = worst.get(finding.id)
-            if known is None or finding.severity.rank > known.rank:
-                worst[finding.id] = finding.severity
-            total[finding.id] = total.get(finding.id, 0) + 1
-        for finding_id in {f.id for f in report.findings}:
-            hosts[finding_id] = hosts.get(finding_id, 0) + 1
-    counts = [
-        FindingCount(id=key, severity=worst[key], hosts=hosts[key], total=total[key])
-        for key in worst
-    ]
-    return sorted(counts, key=lambda c: (-c.severity.rank, -c.hosts, c.id))

@@ -1,4 +1,5 @@
-"""A short summary for a terminal: status, host, findings worst first, what was not checked."""
+"""Summaries for a terminal: one host (status, findings worst first, trees, timeline), or a
+whole sweep (what was collected, what was not and why, what changed, one line per host)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from forensics.fleet_report import NOT_COLLECTED
 from forensics.host_report import HostReport
 from reports.escaping import inert
 from reports.fleet import FleetSummary
@@ -72,21 +74,75 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
 
 
 def render_fleet_terminal(summary: FleetSummary, width: int = 120) -> str:
-    """One line per host, worst first: standing, name, headline."""
+    """For a terminal or cron mail: how many hosts were collected, the ones that were not
+    and why, counts by finding id, what changed, then one line per host, worst first."""
+    fleet = summary.fleet
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
-    table = Table(show_header=True, header_style="bold", expand=False, title=summary.title)
-    table.add_column("standing")
-    table.add_column("host")
-    table.add_column("headline")
+    console = Console(
+        file=buffer, width=width, force_terminal=False, color_system=None, soft_wrap=True
+    )
+    seconds = (fleet.finished - fleet.started).total_seconds()
+    console.print(
+        Text(
+            f"sweep {fleet.sweep_id}: collected {len(fleet.collected)} of {len(fleet.hosts)} "
+            f"hosts in {seconds:.1f}s",
+            style="bold",
+        )
+    )
+    if fleet.interrupted_by:
+        console.print(Text(f"stopped early by {fleet.interrupted_by}"))
+    missing = [host.run for host in summary.hosts if host.standing == NOT_COLLECTED]
+    if missing:
+        console.print(Text(f"not collected ({len(missing)}):"))
+        for run in missing:
+            console.print(
+                Text(f"  {inert(run.name)}  {run.status.value}: {inert(run.reason or '')}")
+            )
+    if summary.counts:
+        console.print(Text("findings by id:"))
+        for count in summary.counts:
+            console.print(
+                Text(
+                    f"  {count.severity.value:<8} {count.id}: {count.hosts} "
+                    f"host{'s' if count.hosts != 1 else ''}, {count.total} finding"
+                    f"{'s' if count.total != 1 else ''}"
+                )
+            )
+    _print_changes(console, summary)
+    table = Table(show_header=True, header_style="bold", expand=False)
+    for column in ("standing", "host", "status", "time"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("headline", no_wrap=True, overflow="ellipsis", max_width=64)
     for host in summary.hosts:
+        duration = host.run.duration_s
         table.add_row(
             Text(host.standing.replace("_", " "), style=_STYLE[host.standing]),
             Text(inert(host.name)),
+            Text(host.run.status.value),
+            Text(f"{duration:.1f}s" if duration is not None else "-"),
             Text(inert(host.headline)),
         )
-    console.print(table)
+    console.print(table, soft_wrap=False, width=width)
     return buffer.getvalue()
+
+
+def _print_changes(console: Console, summary: FleetSummary) -> None:
+    if not summary.compared:
+        console.print(Text("no earlier run of these hosts to compare with: every finding is new"))
+        return
+    totals = summary.fleet.change_totals()
+    words = f"{totals['new']} new, {totals['still']} still present, {totals['resolved']} resolved"
+    if totals["not_rechecked"]:
+        words += f", {totals['not_rechecked']} not re-checked (section incomplete)"
+    console.print(Text(f"since the previous run of each host: {words}"))
+    for change in summary.changes():
+        finding = change.finding
+        console.print(
+            Text(
+                f"  {change.kind:<9} {inert(change.host.name)}: {finding.severity.value} "
+                f"{finding.id}: {inert(finding.title)}"
+            )
+        )
 
 
 TIMELINE_SHOWN = 15

@@ -8,6 +8,13 @@ from pathlib import Path
 
 from forensics.collect import collect
 from forensics.errors import CollectionError
+from forensics.fleet_report import (
+    FleetReport,
+    HostRun,
+    HostStatus,
+    count_findings,
+    host_order,
+)
 from forensics.host_report import HostReport
 from forensics.models import CollectOptions, CollectStatus
 from forensics.targets import parse_target
@@ -73,7 +80,31 @@ def _fleet(sshd: SshServer, tmp_path: Path) -> FleetSummary:
         hostile_report("http://127.0.0.1:9/forensics-leak"),
         HostReport.model_validate_json(local.stdout),  # the same name twice: distinct anchors
     ]
-    return fleet_summary(reports, title="Sweep of the test fleet")
+    runs = [
+        HostRun(
+            name=report.target.name,
+            address=report.target.name,
+            status=HostStatus.of(report.status),
+            reason=report.status_reason,
+            started=report.started,
+            finished=report.finished,
+            bundle=report.bundle,
+            report=report,
+        )
+        for report in reports
+    ]
+    runs.sort(key=host_order)  # as the sweep does
+    fleet = FleetReport(
+        tool_version="0.1.0",
+        sweep_id="test",
+        inventory="inventory.yaml",
+        directory=str(tmp_path),
+        started=reports[0].started,
+        finished=reports[0].finished,
+        hosts=runs,
+        finding_counts=count_findings(runs),
+    )
+    return fleet_summary(fleet, title="Sweep of the test fleet")
 
 
 def test_fleet_markdown_lists_hosts_worst_first_with_working_anchors(
@@ -83,9 +114,9 @@ def test_fleet_markdown_lists_hosts_worst_first_with_working_anchors(
     assert [h.standing for h in summary.hosts] == [
         "critical", "not_collected", "clean", "clean", "clean",
     ]  # fmt: skip
-    assert (
-        summary.not_collected == 1 and summary.hosts[1].report.status is CollectStatus.unreachable
-    )
+    unreachable = summary.hosts[1].run.report
+    assert summary.not_collected == 1
+    assert unreachable is not None and unreachable.status is CollectStatus.unreachable
     markdown = render_fleet(summary, Format.md)
     hosts = markdown_table(markdown, "Standing")
     assert [row[0] for row in hosts.rows] == [
@@ -95,9 +126,10 @@ def test_fleet_markdown_lists_hosts_worst_first_with_working_anchors(
         "CLEAN",
         "CLEAN",
     ]
-    assert hosts.rows[0][1] == f"{SCRIPT}|gpu" and hosts.rows[0][2].startswith(SCRIPT)
-    assert hosts.rows[1][2].startswith("Not collected (unreachable): root@127.0.0.1:")
-    assert "connection refused" in hosts.rows[1][2]
+    assert hosts.rows[0][1] == f"{SCRIPT}|gpu" and hosts.rows[0][3].startswith(SCRIPT)
+    assert hosts.rows[1][2] == "unreachable"
+    assert hosts.rows[1][3].startswith("Not collected (unreachable): root@127.0.0.1:")
+    assert "connection refused" in hosts.rows[1][3]
     anchors = [h.anchor for h in summary.hosts]
     assert len(set(anchors)) == 5 and "host-local" in anchors and "host-local-2" in anchors
     assert markdown_html(markdown) == [
@@ -108,8 +140,8 @@ def test_fleet_markdown_lists_hosts_worst_first_with_working_anchors(
         ["process.zombie", "CRITICAL", "1", "1"],
         ["log.errors", "WARNING", "1", "1"],
     ]
-    assert markdown_headings(markdown, 2)[:2] == ["Hosts", "Findings by id"]
-    assert len(markdown_headings(markdown, 2)) == 2 + 5
+    assert markdown_headings(markdown, 2)[:3] == ["Hosts", "Findings by id", "What changed"]
+    assert len(markdown_headings(markdown, 2)) == 3 + 5
 
 
 def test_fleet_html_is_inert_and_every_host_link_lands_on_its_section(
@@ -121,6 +153,6 @@ def test_fleet_html_is_inert_and_every_host_link_lands_on_its_section(
     assert_inert_page(page)  # includes: every href="#x" has an element with id x
     assert [link[1:] for link in page.links()] == [h.anchor for h in summary.hosts]
     assert "<script" not in html.lower()
-    assert json.loads(render_fleet(summary, Format.json))["hosts"][0]["standing"] == "critical"
+    assert json.loads(render_fleet(summary, Format.json))["hosts"][0]["name"] == f"{SCRIPT}|gpu"
     text = render_fleet(summary, Format.text)
     assert "not collected" in text and "\x1b" not in text

@@ -27,18 +27,28 @@ def test_the_worked_example_at_the_repo_root_is_valid_and_resolves_every_group()
     assert hosts["prover-a"]["target"]["port"] != hosts["prover-b"]["target"]["port"]
     assert hosts["prover-a"]["target"]["user"] == "root"
     assert hosts["metal-01"]["target"]["proxy_jump"] == "ops@bastion.example.net:2222"
-    assert hosts["lab-gpu-1.example.net"]["sudo"] is True
+    assert hosts["lab-gpu-1.example.net"]["target"]["sudo"] is True
+    assert hosts["prover-a"]["target"]["sudo"] is False
     assert "lab-gpu-2.example.net:2222" in hosts
     assert hosts["prover-c"]["timeout_s"] == 300
+    # logs and thresholds reach the options every host is collected with
+    options = hosts["prover-a"]["options"]
+    assert options["logs"] == ["/workspace/logs/*.log"]
+    assert options["expected_logs"] == ["/workspace/logs/supervisor.log"]
+    assert options["memory_thresholds"]["near_limit_warning_percent"] == 85
+    assert hosts["metal-01"]["options"]["memory_thresholds"]["near_limit_warning_percent"] == 90
+    assert options["scripts"] == ["/workspace/benchmark.sh"]
 
 
-def test_check_prints_the_resolved_hosts_and_what_is_not_wired_yet() -> None:
+def test_check_prints_the_resolved_hosts() -> None:
     result = run_cli("inventory", "check", str(REPO / "inventory.yaml"))
     assert result.exit_code == 0, result.stderr
     assert "8 hosts in 3 groups, valid" in result.stdout
     assert "ops@bastion.example.net:2222" in result.stdout
-    assert "not used by this version's probes yet" in result.stdout
-    assert "sudo (2 hosts)" in result.stdout
+    header = next(line for line in result.stdout.splitlines() if " sudo " in line)
+    sudo_column = header.index(" sudo ")
+    lab = [line for line in result.stdout.splitlines() if "lab-gpu" in line]
+    assert [line[sudo_column : sudo_column + 6].strip(" │") for line in lab] == ["yes", "yes"]
 
 
 def test_host_settings_win_over_group_and_group_over_defaults(tmp_path: Path) -> None:
@@ -132,6 +142,24 @@ BAD_INVENTORIES = [
         "unknown probe",
         "defaults:\n  probes: [system, teleport]\nhosts:\n  - host: a\n",
         "inventory.yaml:2: defaults.probes: unknown probe 'teleport'",
+    ),
+    (
+        "relative log path",
+        "defaults:\n  logs:\n    watch: [/var/log/a.log, bench.log]\nhosts:\n  - host: a\n",
+        "inventory.yaml:3: defaults.logs.watch[1]: give an absolute path or one starting with ~/, "
+        "got 'bench.log'",
+    ),
+    (
+        "unknown threshold",
+        "groups:\n  g:\n    thresholds:\n      memory_used_percent: 90\n    hosts: [{host: a}]\n",
+        "inventory.yaml:4: groups.g.thresholds.memory_used_percent: unknown threshold; known: "
+        "near_limit_warning_percent,",
+    ),
+    (
+        "threshold out of range",
+        "hosts:\n  - host: a\n    thresholds:\n      near_limit_warning_percent: 120\n",
+        "inventory.yaml:4: hosts[0].thresholds.near_limit_warning_percent: input should be less "
+        "than or equal to 100, got 120.0",
     ),
     ("not a mapping", "- host: a\n", "inventory.yaml:1: (top level): expected a mapping"),
     ("empty", "# nothing\n", "inventory.yaml:1: the inventory is empty"),

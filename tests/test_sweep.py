@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import pty
+import re
 import select
 import signal
 import socket
@@ -24,6 +25,7 @@ from forensics.analysis import analyze
 from forensics.host_report import HostReport
 from tests.conftest import run_cli
 from tests.fleet import Fleet, fleet
+from tests.rendered import markdown_headings, markdown_table
 from tests.sshd import sshd_available
 
 GOOD = ("good-1", "good-2", "good-3", "good-4")
@@ -103,7 +105,7 @@ def test_a_sweep_keeps_its_deadline_and_gives_each_host_its_own_status(
         assert not (sweep_dir / name).exists()
 
 
-def test_the_text_summary_counts_and_lists_the_hosts_not_collected(
+def test_the_summary_and_the_markdown_page_list_the_hosts_not_collected(
     eight_hosts: Fleet, tmp_path: Path
 ) -> None:
     inventory = eight_hosts.write_inventory(
@@ -125,8 +127,20 @@ def test_the_text_summary_counts_and_lists_the_hosts_not_collected(
         "2",
         "--fail-on",
         "never",
+        "--format",
+        "md",
     )
     assert allowed.exit_code == 0, allowed.stderr
+    hosts = markdown_table(allowed.stdout, "Standing")
+    statuses = {row[1]: (row[0], row[2]) for row in hosts.rows}
+    assert statuses["closed"] == ("NOT COLLECTED", "unreachable")
+    assert statuses["refusing"] == ("NOT COLLECTED", "auth_failed")
+    assert statuses["good-1"][1] == "ok"
+    assert "What changed" in markdown_headings(allowed.stdout, 2)
+    assert re.search(  # the first sweep, above, is good-1's previous run
+        r"\*\*Since the previous run of each host:\*\* \d+ new, \d+ still present, \d+ resolved",
+        allowed.stdout,
+    ), allowed.stdout
 
 
 def test_sigint_keeps_finished_bundles_whole_and_lists_the_rest(

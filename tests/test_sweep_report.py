@@ -1,7 +1,10 @@
-"""The fleet report's renderings and the sweep's exit status, on reports built from models."""
+"""The fleet report of a sweep, in every format, from a ``FleetReport`` built of models:
+every host appears with its standing, status and reason, collected or not; what changed
+since the previous run is listed; and the sweep's exit status."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -12,9 +15,19 @@ from forensics.fleet_report import FleetReport, HostRun, HostStatus, count_findi
 from forensics.host_report import HostReport
 from forensics.models import EvidenceRef, Finding, Severity, Target
 from forensics.sweep_cli import exit_status
-from reports.sweep_summary import SweepFormat, render_sweep
+from reports import Format, render_fleet
+from reports.fleet import fleet_summary
+from tests.rendered import (
+    assert_inert_page,
+    markdown_headings,
+    markdown_html,
+    markdown_table,
+    markdown_tables,
+    parse_html,
+)
 
 STARTED = datetime(2026, 11, 29, 20, 15, 3, tzinfo=UTC)
+EARLIER = STARTED - timedelta(minutes=15)
 HOSTILE = "<script>alert(1)</script>|`x`"
 
 
@@ -29,38 +42,65 @@ def _finding(severity: Severity, pid: int, title: str = "cuzk (pid 4242) is a zo
     )
 
 
-def _host(name: str, status: HostStatus, findings: list[Finding] | None = None) -> HostRun:
-    report = None
-    if findings is not None:
-        report = HostReport(
-            tool_version="0",
-            target=Target(name=name, host="127.0.0.1", port=22),
-            status="ok",
-            started=STARTED,
-            finished=STARTED + timedelta(seconds=2),
-            findings=findings,
+def _collected(name: str, findings: list[Finding], gone: list[Finding] | None = None) -> HostRun:
+    """A collected host; with ``gone``, its previous run had those findings, now resolved."""
+    report = HostReport(
+        tool_version="0",
+        target=Target(name=name, host="127.0.0.1", port=22),
+        status="ok",
+        started=STARTED,
+        finished=STARTED + timedelta(seconds=2),
+        findings=findings,
+    )
+    if gone is None:
+        changes = Changes(new=track(findings, name))
+    else:
+        changes = Changes(
+            previous_run=EARLIER, still=track(findings, name), resolved=track(gone, name)
         )
-    changes = Changes(new=track(findings, name)) if findings else None
     return HostRun(
         name=name,
         address=f"root@127.0.0.1:{len(name)}",
-        status=status,
-        reason=None if status.collected else f"{name}: cannot connect",
+        status=HostStatus.ok,
         started=STARTED,
         finished=STARTED + timedelta(seconds=2),
+        bundle=f"out/{name}/2026-11-29T20-15-03Z",
         report=report,
         changes=changes,
     )
 
 
+def _not_collected(name: str, status: HostStatus, reason: str) -> HostRun:
+    report = None
+    if status is HostStatus.unreachable:  # the sweep keeps the failed collection's report
+        report = HostReport(
+            tool_version="0",
+            target=Target(name=name, host="127.0.0.1", port=22),
+            status="unreachable",
+            status_reason=reason,
+            started=STARTED,
+            finished=STARTED + timedelta(seconds=1),
+        )
+    return HostRun(
+        name=name,
+        address=f"root@127.0.0.1:{len(name)}",
+        status=status,
+        reason=reason,
+        started=None if status is HostStatus.not_started else STARTED,
+        finished=None if status is HostStatus.not_started else STARTED + timedelta(seconds=1),
+        report=report,
+    )
+
+
 def _report(interrupted_by: str | None = None) -> FleetReport:
     hosts = [
-        _host(
-            "gpu-a", HostStatus.ok, [_finding(Severity.critical, 1), _finding(Severity.warning, 2)]
-        ),
-        _host(HOSTILE, HostStatus.ok, [_finding(Severity.warning, 3, title=HOSTILE)]),
-        _host("gpu-c", HostStatus.ok, []),
-        _host("gpu-d", HostStatus.unreachable),
+        _collected("gpu-a", [_finding(Severity.critical, 1), _finding(Severity.warning, 2)]),
+        _collected(HOSTILE, [_finding(Severity.warning, 3, title=HOSTILE)]),
+        _collected("gpu-c", [], gone=[_finding(Severity.warning, 7)]),
+        _not_collected("gpu-d", HostStatus.unreachable, "gpu-d: connection refused"),
+        _not_collected("gpu-e", HostStatus.interrupted, "still being collected when SIGINT..."),
+        _not_collected("gpu-f", HostStatus.not_started, "not started: SIGINT stopped it first"),
+        _not_collected("gpu-g", HostStatus.error, "identity file not found: /k/id"),
     ]
     hosts.sort(key=host_order)
     return FleetReport(
@@ -76,6 +116,14 @@ def _report(interrupted_by: str | None = None) -> FleetReport:
     )
 
 
+NOT_COLLECTED = {
+    "gpu-d": ("unreachable", "gpu-d: connection refused"),
+    "gpu-e": ("interrupted", "still being collected when SIGINT..."),
+    "gpu-f": ("not_started", "not started: SIGINT stopped it first"),
+    "gpu-g": ("error", "identity file not found: /k/id"),
+}
+
+
 def test_counts_by_finding_id_say_how_many_hosts_and_how_many_findings() -> None:
     (count,) = _report().finding_counts
     assert (count.id, count.severity, count.hosts, count.total) == (
@@ -87,39 +135,89 @@ def test_counts_by_finding_id_say_how_many_hosts_and_how_many_findings() -> None
 
 
 def test_hosts_are_worst_first_and_not_collected_ranks_between_critical_and_warning() -> None:
-    assert [host.name for host in _report().hosts] == ["gpu-a", "gpu-d", HOSTILE, "gpu-c"]
+    summary = fleet_summary(_report())
+    assert [host.name for host in summary.hosts] == [
+        "gpu-a", "gpu-d", "gpu-e", "gpu-f", "gpu-g", HOSTILE, "gpu-c",
+    ]  # fmt: skip
+    assert summary.not_collected == 4
 
 
-def test_text_summary_says_how_many_were_collected_and_what_is_new() -> None:
-    text = render_sweep(_report(), SweepFormat.text)
-    assert "collected 3 of 4 hosts in 9.0s" in text
-    assert "  gpu-d  unreachable: gpu-d: cannot connect" in text
+def test_text_summary_says_how_many_were_collected_why_not_and_what_changed() -> None:
+    text = render_fleet(fleet_summary(_report()), Format.text)
+    assert "collected 3 of 7 hosts in 9.0s" in text
+    for name, (status, reason) in NOT_COLLECTED.items():
+        assert f"  {name}  {status}: {reason}" in text
     assert "critical process.zombie: 2 hosts, 3 findings" in text
+    assert "since the previous run of each host: 3 new, 0 still present, 1 resolved" in text
+    assert "  resolved  gpu-c: warning process.zombie: cuzk (pid 4242) is a zombie" in text
+
+
+def test_markdown_lists_every_host_with_its_status_and_what_changed() -> None:
+    markdown = render_fleet(fleet_summary(_report("SIGINT")), Format.md)
+    assert markdown_headings(markdown, 1) == ["Fleet sweep 20261129T201503Z-ab12"]
+    assert "**Stopped early by:** SIGINT" in markdown
+    hosts = markdown_table(markdown, "Standing")
+    rows = {row[1]: row for row in hosts.rows}
+    assert len(hosts.rows) == 7
+    for name, (status, reason) in NOT_COLLECTED.items():
+        assert rows[name][0] == "NOT COLLECTED" and rows[name][2] == status
+        assert reason.rstrip(".") in rows[name][3]
+    assert rows["gpu-a"][:3] == ["CRITICAL", "gpu-a", "ok"]
+    changes = markdown_table(markdown, "Change")
+    assert [row[:2] for row in changes.rows] == [
+        ["NEW", "gpu-a"], ["NEW", "gpu-a"], ["NEW", HOSTILE], ["RESOLVED", "gpu-c"],
+    ]  # fmt: skip
+    assert "3 new, 0 still present, 1 resolved" in markdown
+    sections = markdown_headings(markdown, 2)
+    assert sections[:3] == ["Hosts", "Findings by id", "What changed"]
+    assert sections[3:] == [row[1] for row in hosts.rows]  # one section per host, same order
+    anchors = [host.anchor for host in fleet_summary(_report()).hosts]
+    assert markdown_html(markdown) == [
+        piece for anchor in anchors for piece in (f'<a id="{anchor}">', "</a>")
+    ]
 
 
 def test_markdown_keeps_its_tables_whole_with_hostile_names() -> None:
-    text = render_sweep(_report(), SweepFormat.md)
-    assert text.startswith("# Fleet sweep 20261129T201503Z-ab12")
-    assert "<script>" not in text
-    tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("| ")]
-    assert len(tables) == 4
+    markdown = render_fleet(fleet_summary(_report()), Format.md)
+    assert all(
+        piece.startswith('<a id="host-') or piece == "</a>" for piece in markdown_html(markdown)
+    )
+    assert HOSTILE in [row[1] for row in markdown_table(markdown, "Standing").rows]
+    blocks = [block.strip("\n") for block in re.split(r"\n\s*\n", markdown)]
+    tables = [block.splitlines() for block in blocks if block.startswith("| ")]
+    assert len(tables) == len(markdown_tables(markdown)) == 3 + 2  # 2 hosts have findings
     for rows in tables:
         assert len({len(re.findall(r"(?<!\\)\|", row)) for row in rows}) == 1, rows
 
 
-def test_html_is_escaped() -> None:
-    text = render_sweep(_report(), SweepFormat.html)
-    assert "<script>alert" not in text
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
-    assert "Collected 3 of 4 hosts" in text
+def test_html_lists_every_host_and_is_inert() -> None:
+    summary = fleet_summary(_report())
+    html = render_fleet(summary, Format.html)
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    page = parse_html(html)
+    assert_inert_page(page)
+    assert [link[1:] for link in page.links()][:7] == [host.anchor for host in summary.hosts]
+    assert all(host.anchor in page.ids for host in summary.hosts)
+    text = page.visible_text
+    assert "collected 3 of 7 hosts" in text
+    for status, reason in NOT_COLLECTED.values():
+        assert f"status {status} ({reason})" in text
+    assert "First run of this host" in text and "Since the previous run (" in text
+
+
+def test_json_is_the_fleet_report() -> None:
+    report = _report()
+    rendered = json.loads(render_fleet(fleet_summary(report), Format.json))
+    assert rendered == json.loads(report.model_dump_json())
 
 
 @pytest.mark.parametrize(
     ("interrupted_by", "fail_on", "allow", "expected"),
     [
         (None, Severity.critical, 0, 3),
-        (None, Severity.critical, 1, 1),
-        (None, None, 1, 0),
+        (None, Severity.critical, 4, 1),
+        (None, None, 4, 0),
         ("SIGINT", Severity.critical, 5, 130),
         ("SIGTERM", None, 5, 143),
     ],
