@@ -20,6 +20,7 @@ from forensics.errors import (
     ForensicsError,
     UsageError,
 )
+from forensics.fail_on import parse_fail_on
 from forensics.focus_regex import focus_problem
 from forensics.history_cli import diff_command, history_command
 from forensics.host_report import HostReport
@@ -47,17 +48,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-
-def _fail_on_threshold(value: str) -> Severity | None:
-    if value == "never":
-        return None
-    try:
-        return Severity(value)
-    except ValueError as error:
-        raise UsageError(
-            f"--fail-on: expected warning, critical or never, got {value!r}"
-        ) from error
 
 
 def _check_regex(focus: str | None) -> None:
@@ -175,7 +165,7 @@ def collect_command(
 
       forensics collect gpu-a --focus cuzk --log '/work/bench*.log' --expect-log /var/log/cuzk.log
     """
-    threshold = _fail_on_threshold(fail_on)
+    threshold = parse_fail_on(fail_on)
     if timeout <= 0 or connect_timeout <= 0:
         raise UsageError("--timeout and --connect-timeout must be positive")
     parsed = parse_target(
@@ -221,7 +211,7 @@ def analyze_command(
 
     Example: forensics analyze forensics-bundles/gpu-a/2026-11-29T20-15-03Z --format json
     """
-    threshold = _fail_on_threshold(fail_on)
+    threshold = parse_fail_on(fail_on)
     manifest, captures = bundle.load(bundle_path)
     report = analyze(manifest, captures, bundle=str(bundle_path))
     _emit(report, format)

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from forensics.duration_input import parse_duration
 from forensics.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
+from forensics.fail_on import parse_fail_on
 from forensics.fleet_report import FleetReport
 from forensics.inventory import load_inventory
 from forensics.models import Severity
@@ -46,17 +47,6 @@ def _duration(option: str, value: str, positive: bool = True) -> float:
     if seconds is None or (positive and seconds <= 0):
         raise UsageError(f"{option}: expected a duration such as 30, 90s, 15m or 1h, got {value!r}")
     return seconds
-
-
-def _threshold(value: str) -> Severity | None:
-    if value == "never":
-        return None
-    try:
-        return Severity(value)
-    except ValueError as error:
-        raise UsageError(
-            f"--fail-on: expected warning, critical or never, got {value!r}"
-        ) from error
 
 
 def exit_status(report: FleetReport, fail_on: Severity | None, allow_unreachable: int) -> int:
@@ -144,7 +134,7 @@ def sweep_command(
 
       forensics sweep --every 15m --jitter 30s   # until SIGTERM
     """
-    threshold = _threshold(fail_on)
+    threshold = parse_fail_on(fail_on)
     if concurrency < 1:
         raise UsageError(f"--concurrency: must be at least 1, got {concurrency}")
     if allow_unreachable < 0:

@@ -25,8 +25,6 @@ from pydantic import BaseModel, Field
 from forensics.kernel.lines import KernelLine
 from forensics.models import EvidenceRef, Severity
 
-EXCERPT_CHARS = 400
-
 _XID = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.\d)?)"
     r"(?: GPU-I:(?P<gi>\d+))?(?: GPU-CI:(?P<ci>\d+))?\): (?P<code>\d+)"
@@ -233,12 +231,7 @@ def find_xids(lines: Sequence[KernelLine], section: str) -> list[XidEvent]:
                 detail=(fields["detail"] or "").strip(),
                 monotonic_s=line.monotonic_s,
                 time=line.time,
-                evidence=EvidenceRef(
-                    section=section,
-                    first_line=line.number,
-                    last_line=line.number,
-                    excerpt=line.text[:EXCERPT_CHARS],
-                ),
+                evidence=line.evidence(section),
             )
         )
     return events

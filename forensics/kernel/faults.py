@@ -24,8 +24,6 @@ from pydantic import BaseModel, Field
 from forensics.kernel.lines import KernelLine
 from forensics.models import EvidenceRef
 
-EXCERPT_CHARS = 400
-
 _SEGFAULT = re.compile(
     r"^(?P<name>.+)\[(?P<pid>\d+)\]: segfault at (?P<address>[0-9a-fA-F]+) "
     r"ip (?P<ip>[0-9a-fA-F]+) sp (?P<sp>[0-9a-fA-F]+) error (?P<error>[0-9a-fA-F]+)"
@@ -100,12 +98,7 @@ def find_faults(lines: Sequence[KernelLine], section: str) -> list[UserFault]:
                 where=match.group("where"),
                 monotonic_s=line.monotonic_s,
                 time=line.time,
-                evidence=EvidenceRef(
-                    section=section,
-                    first_line=line.number,
-                    last_line=line.number,
-                    excerpt=line.text[:EXCERPT_CHARS],
-                ),
+                evidence=line.evidence(section),
             )
         )
     return faults

@@ -20,8 +20,6 @@ from pydantic import BaseModel
 from forensics.kernel.lines import KernelLine
 from forensics.models import EvidenceRef
 
-EXCERPT_CHARS = 400
-
 _HUNG = re.compile(r"task (?P<name>.+):(?P<pid>\d+) blocked for more than (?P<seconds>\d+) sec")
 
 
@@ -57,12 +55,7 @@ def find_hung_tasks(lines: Sequence[KernelLine], section: str) -> list[HungTask]
                 blocked_s=int(match.group("seconds")),
                 monotonic_s=line.monotonic_s,
                 time=line.time,
-                evidence=EvidenceRef(
-                    section=section,
-                    first_line=line.number,
-                    last_line=line.number,
-                    excerpt=line.text[:EXCERPT_CHARS],
-                ),
+                evidence=line.evidence(section),
             )
         )
     return tasks

@@ -21,6 +21,11 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
+from forensics.models import EvidenceRef
+
+EXCERPT_CHARS = 400
+"""A kernel line quoted as evidence is cut here: some drivers print very long lines."""
+
 # A syslog line stamped before boot belongs to an earlier boot; a little slack absorbs
 # rsyslog stamping at whole seconds.
 PREVIOUS_BOOT_SLACK_S = 2.0
@@ -70,6 +75,15 @@ class KernelLine:
     time: datetime | None
     stamped: bool
     previous_boot: bool = False
+
+    def evidence(self, section: str) -> EvidenceRef:
+        """This line as a finding's evidence (long lines cut at ``EXCERPT_CHARS``)."""
+        return EvidenceRef(
+            section=section,
+            first_line=self.number,
+            last_line=self.number,
+            excerpt=self.text[:EXCERPT_CHARS],
+        )
 
 
 def read_lines(text: str, first_number: int, clock: Clock) -> list[KernelLine]:

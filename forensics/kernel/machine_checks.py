@@ -22,10 +22,8 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from forensics.kernel.lines import KernelLine
+from forensics.kernel.lines import EXCERPT_CHARS, KernelLine
 from forensics.models import EvidenceRef
-
-EXCERPT_CHARS = 400
 
 _HARDWARE = re.compile(r"\[Hardware Error\]|Machine check|^mce: |^EDAC MC\d+: \d+ [CU]E ")
 _UNCORRECTED = re.compile(
@@ -70,12 +68,7 @@ def find_machine_checks(lines: Sequence[KernelLine], section: str) -> list[Machi
                 message=message[:EXCERPT_CHARS],
                 monotonic_s=line.monotonic_s,
                 time=line.time,
-                evidence=EvidenceRef(
-                    section=section,
-                    first_line=line.number,
-                    last_line=line.number,
-                    excerpt=line.text[:EXCERPT_CHARS],
-                ),
+                evidence=line.evidence(section),
             )
         )
     return checks

@@ -35,7 +35,6 @@ from forensics.models import EvidenceRef
 
 Scope = Literal["memory_cgroup", "system", "cpuset", "memory_policy", "unknown"]
 
-EXCERPT_CHARS = 400
 
 _PREFIX = (
     r"(?:(?P<prefix>Out of memory(?: \(oom_kill_allocating_task\))?|"
@@ -171,7 +170,7 @@ def find_oom_kills(lines: Sequence[KernelLine], section: str) -> OomScan:
         message = line.message
         if not any(keyword in message for keyword in _KEYWORDS):
             continue
-        ref = _ref(line, section)
+        ref = line.evidence(section)
         killed = _KILLED.search(message) if "Killed process" in message else None
         if killed:
             kill = _kill(killed, line, report, ref)
@@ -188,15 +187,6 @@ def find_oom_kills(lines: Sequence[KernelLine], section: str) -> OomScan:
         else:
             _read_report_line(report, message, ref)
     return scan
-
-
-def _ref(line: KernelLine, section: str) -> EvidenceRef:
-    return EvidenceRef(
-        section=section,
-        first_line=line.number,
-        last_line=line.number,
-        excerpt=line.text[:EXCERPT_CHARS],
-    )
 
 
 def _read_header(report: _Report, message: str, ref: EvidenceRef) -> None:
