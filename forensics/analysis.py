@@ -6,6 +6,7 @@ bundle is judged by today's rules exactly as a fresh one would be.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from forensics.facts import Facts
@@ -59,5 +60,31 @@ def _probe_ran(probe: Probe[Any], manifest: Manifest, ran: set[str]) -> bool:
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
-    """Worst first, then by id, so the first screen answers the question."""
-    return sorted(findings, key=lambda f: (-f.severity.rank, f.id, str(f.subject)))
+    """Worst first, then by id, then the most recent first (the last OOM kill is the one
+    that was asked about), so the first screen answers the question.
+
+    >>> from forensics.models import Severity
+    >>> def kill(pid, time):
+    ...     return Finding(id="oom.killed", severity=Severity.critical, title=f"pid {pid}",
+    ...                    explanation="", subject={"pid": pid, "time": time})
+    >>> [f.subject["pid"] for f in sort_findings([
+    ...     kill(7, "2026-11-29T21:00:00+00:00"), kill(12, "2026-11-29T22:00:00+00:00"),
+    ...     kill(3, None)])]
+    [12, 7, 3]
+    """
+    return sorted(
+        findings, key=lambda f: (-f.severity.rank, f.id, -_subject_time(f), str(f.subject))
+    )
+
+
+def _subject_time(finding: Finding) -> float:
+    """The finding's time as a POSIX timestamp, 0 when it has none or none readable."""
+    value = finding.subject.get("time")
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            return 0.0
+    return 0.0

@@ -30,6 +30,7 @@ from forensics.models import CollectOptions, Severity
 from forensics.sweep_cli import sweep_command
 from forensics.targets import parse_target
 from forensics.thresholds import parse_thresholds
+from probes import PROBES
 from reports import Format, render_host
 
 EXIT_CODES_HELP = """
@@ -114,7 +115,10 @@ def collect_command(
         Format, typer.Option("--format", "-f", help="What goes to stdout.")
     ] = Format.text,
     probe: Annotated[
-        list[str] | None, typer.Option(help="Run only this probe (repeatable).")
+        list[str] | None,
+        typer.Option(
+            help="Run only this probe (repeatable): " + ", ".join(p.name for p in PROBES) + "."
+        ),
     ] = None,
     focus: Annotated[
         str | None,
@@ -164,6 +168,10 @@ def collect_command(
       forensics collect gpu-a --focus cuzk --format json > report.json
 
       forensics collect gpu-a --focus cuzk --log '/work/bench*.log' --expect-log /var/log/cuzk.log
+
+    Exit status: 0 collected, nothing at or above --fail-on; 1 collected with such a finding;
+    2 usage error; 3 could not collect (unreachable, auth or sudo refused, host key unknown or
+    changed, deadline before any section finished).
     """
     threshold = parse_fail_on(fail_on)
     if timeout <= 0 or connect_timeout <= 0:
