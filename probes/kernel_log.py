@@ -115,8 +115,12 @@ _b=$(wc -c <kl.out); _b=$((_b + 0)); echo "log_bytes $_b"
 _n=$(wc -l <kl.out); _n=$((_n + 0)); echo "log_lines $_n"
 set -f
 _files=
+# The most recently named cgroups first: on a host with many OOM kills the one in question
+# is usually the last, and only {MEMCG_PATHS_READ} are read.
 for _p in $(grep -o -E '(oom_memcg=|task_memcg=|Task in |limit of )/[^, ]*' kl.out |
-            sed 's/^[^/]*//' | sort -u | head -n {MEMCG_PATHS_READ}); do
+            sed 's/^[^/]*//' |
+            awk '{{ p[NR] = $0 }} END {{ for (i = NR; i > 0; i--) if (!s[p[i]]++) print p[i] }}' |
+            head -n {MEMCG_PATHS_READ}); do
   case $_p in /|*..*) continue ;; esac
   echo "memcg $_p"
   _files="$_files {V1_ROOT}$_p/memory.oom_control {V1_ROOT}$_p/memory.failcnt"
