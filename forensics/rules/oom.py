@@ -175,9 +175,12 @@ def _victims(
     in_question: list[OomKill],
     others: list[OomKill],
 ) -> list[Finding]:
-    ordered = sorted(in_question, key=lambda k: k.previous_boot) + sorted(
-        others, key=lambda k: k.previous_boot
-    )
+    # This boot before earlier ones, newest first: when the list is capped, the kills that
+    # remain one by one are the ones most likely asked about.
+    def recent_first(kill: OomKill) -> tuple[bool, float]:
+        return kill.previous_boot, -(kill.monotonic_s or 0.0)
+
+    ordered = sorted(in_question, key=recent_first) + sorted(others, key=recent_first)
     findings = [
         _killed(log, facts, kill, focus.match(kill), focused=focus.pattern is not None)
         for kill in ordered[:VICTIM_FINDINGS_MAX]
