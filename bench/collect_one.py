@@ -25,10 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from forensics.collect import collect
-from forensics.models import CollectOptions
-from forensics.script import compose
-from forensics.targets import parse_target
-from probes import PROBES
+from forensics.core.models import CollectOptions
+from forensics.core.targets import parse_target
+from forensics.probes import PROBES
+from forensics.remote.host_script import compose
 from tests.sshd import SshServer
 
 

@@ -26,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from forensics.models import CollectOptions  # noqa: E402
-from forensics.script import compose  # noqa: E402
-from probes import PROBES  # noqa: E402
+from forensics.core.models import CollectOptions  # noqa: E402
+from forensics.probes import PROBES  # noqa: E402
+from forensics.remote.host_script import compose  # noqa: E402
 from tests.fleet import Fleet, fleet  # noqa: E402
 
 

@@ -1,3 +1,3 @@
-from forensics.cli import main
+from forensics.cli.app import main
 
 main()

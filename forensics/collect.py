@@ -6,15 +6,16 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from forensics import __version__, bundle
-from forensics.analysis import analyze
-from forensics.errors import AuthRefused, CollectionError, DeadlineExceeded, UsageError
-from forensics.host_report import HostReport
-from forensics.models import CollectOptions, CollectStatus, Manifest, Target
-from forensics.probe import Captured
-from forensics.script import Decoded, compose, decode
-from forensics.transport import RunOutcome, run
-from probes import by_name
+from forensics import __version__
+from forensics.core.errors import AuthRefused, CollectionError, DeadlineExceeded, UsageError
+from forensics.core.models import CollectOptions, CollectStatus, Manifest, Target
+from forensics.core.probe import Captured
+from forensics.judge.analysis import analyze
+from forensics.judge.host_report import HostReport
+from forensics.probes import by_name
+from forensics.remote import bundle
+from forensics.remote.host_script import Decoded, compose, decode
+from forensics.remote.transport import RunOutcome, run
 
 
 def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float) -> HostReport:

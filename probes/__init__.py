@@ -3,8 +3,8 @@ that a deadline late in the run loses the least."""
 
 from typing import Any
 
-from forensics.probe import Probe
-from probes import cgroup, disk, gpu, kernel_log, logs, memory, processes, scripts, system
+from forensics.core.probe import Probe
+from forensics.probes import cgroup, disk, gpu, kernel_log, logs, memory, processes, scripts, system
 
 PROBES: tuple[Probe[Any], ...] = (
     system.PROBE,

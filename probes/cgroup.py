@@ -44,11 +44,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from forensics.file_dump import DumpedFile, dumped_files
-from forensics.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.pressure import Pressure, parse_pressure
-from forensics.probe import Captures, Probe, unavailable_reason
-from forensics.script import shell_quote
+from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
+from forensics.core.pressure import Pressure, parse_pressure
+from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.remote.file_dump import DumpedFile, dumped_files
+from forensics.remote.host_script import shell_quote
 
 SECTION = "cgroup"
 V1_ROOT = "/sys/fs/cgroup/memory"
@@ -418,8 +418,8 @@ def sections(options: CollectOptions) -> list[SectionSpec]:
 def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     """Read the ``cgroup`` section.
 
-    >>> from forensics.probe import Captured
-    >>> from forensics.models import SectionResult
+    >>> from forensics.core.probe import Captured
+    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "pid1 v1 /\\nself v1 /job\\nvmstat_oom_kill 2\\n"
     ...     "want 1 root /\\nwant 1 pid1 /\\nwant 1 self /job\\ndir 1 /\\ndir 1 /job\\n"

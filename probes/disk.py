@@ -28,10 +28,10 @@ import re
 
 from pydantic import BaseModel, Field
 
-from forensics.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.probe import Captures, Probe, RuleContext, unavailable_reason
-from forensics.script import shell_quote
-from probes.focus_pids import focus_pids_shell
+from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
+from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.probes.focus_pids import focus_pids_shell
+from forensics.remote.host_script import shell_quote
 
 SECTION = "disk"
 FULL_PERCENT = 95
@@ -131,8 +131,8 @@ def sections(options: CollectOptions) -> list[SectionSpec]:
 def parse(captures: Captures, options: CollectOptions) -> DiskFacts:
     """Read the ``disk`` section.
 
-    >>> from forensics.probe import Captured
-    >>> from forensics.models import SectionResult
+    >>> from forensics.core.probe import Captured
+    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "@ path root /\\n@ resolved /\\n@ df\\n"
     ...     "Filesystem     1024-blocks     Used Available Capacity Mounted on\\n"

@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from forensics.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
+from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
 
 SECTION = "gpu"
 MAIN_FIELDS = (
@@ -165,8 +165,8 @@ def sections(options: CollectOptions) -> list[SectionSpec]:
 def parse(captures: Captures, options: CollectOptions) -> GpuFacts:
     """Read the ``gpu`` section.
 
-    >>> from forensics.probe import Captured
-    >>> from forensics.models import SectionResult
+    >>> from forensics.core.probe import Captured
+    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "clock 1764450000\\n@ run gpus\\n@ exit gpus 0\\n"
     ...     "|index, uuid, name, memory.used [MiB], memory.total [MiB], "
@@ -382,7 +382,7 @@ def _epoch(text: str) -> datetime | None:
 
 def rules(facts: GpuFacts, context: RuleContext) -> list[Finding]:
     """``gpu.smi_failed`` and ``gpu.xid`` need the kernel log too: they are raised by
-    ``forensics/rules/gpu_errors.py``."""
+    ``forensics/judge/rules/gpu_errors.py``."""
     findings = []
     if facts.apps_known:
         findings += [_held(gpu) for gpu in facts.gpus if _holds_memory_alone(facts, gpu)]

@@ -43,15 +43,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from forensics.file_dump import DumpedFile, dumped_files
+from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
+from forensics.core.probe import Captures, Probe, unavailable_reason
 from forensics.kernel.faults import UserFault, find_faults
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
 from forensics.kernel.lines import Clock, KernelLine, read_lines
 from forensics.kernel.machine_checks import MachineCheck, find_machine_checks
 from forensics.kernel.oom_report import OomKill, find_oom_kills
-from forensics.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.probe import Captures, Probe, unavailable_reason
-from forensics.xid import XidEvent, find_xids
+from forensics.kernel.xid import XidEvent, find_xids
+from forensics.remote.file_dump import DumpedFile, dumped_files
 
 SECTION = "kernel_log"
 MARKER = "=== kernel log ==="
@@ -231,8 +231,8 @@ def sections(options: CollectOptions) -> list[SectionSpec]:
 def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
     """Read the ``kernel_log`` section.
 
-    >>> from forensics.probe import Captured
-    >>> from forensics.models import SectionResult
+    >>> from forensics.core.probe import Captured
+    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "dmesg_restrict 0\\nbtime 1764441600\\nuptime 8400.12\\nutc_offset +0000\\n"
     ...     "tried dmesg 0 ok\\nsource dmesg\\nlog_bytes 300\\nlog_lines 3\\nmemcg /job\\n"

@@ -35,11 +35,11 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from forensics.durations import describe_duration
-from forensics.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.probe import Captures, Probe, RuleContext, unavailable_reason
-from forensics.script import shell_quote
-from probes.focus_pids import FocusProcess, focus_pids_shell, parse_focus_line
+from forensics.core.durations import describe_duration
+from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
+from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.probes.focus_pids import FocusProcess, focus_pids_shell, parse_focus_line
+from forensics.remote.host_script import shell_quote
 
 SECTION = "logs"
 TAIL_BYTES = 16384
@@ -383,8 +383,8 @@ _HANDLERS: dict[str, Callable[[_Reader, int, str], None]] = {
 def parse(captures: Captures, options: CollectOptions) -> LogsFacts:
     """Read the ``logs`` section.
 
-    >>> from forensics.probe import Captured
-    >>> from forensics.models import SectionResult
+    >>> from forensics.core.probe import Captured
+    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "limits 50 16384 400 5\\nclock 1764450000\\nglob /w/bench*.log\\n"
     ...     "file glob /w/bench.log\\nstat 4089 1764442402 0 root\\ntail\\n|loading\\n"

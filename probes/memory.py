@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from forensics.file_dump import DumpedFile, dumped_files, head_command
-from forensics.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.pressure import Pressure, parse_pressure
-from forensics.probe import Captures, Probe, unavailable_reason
+from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
+from forensics.core.pressure import Pressure, parse_pressure
+from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.remote.file_dump import DumpedFile, dumped_files, head_command
 
 SECTION = "memory"
 MEMINFO = "/proc/meminfo"
@@ -116,8 +116,8 @@ def sections(options: CollectOptions) -> list[SectionSpec]:
 def parse(captures: Captures, options: CollectOptions) -> MemoryFacts:
     """Read the ``memory`` section.
 
-    >>> from forensics.probe import Captured
-    >>> from forensics.models import SectionResult
+    >>> from forensics.core.probe import Captured
+    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "==> /proc/meminfo <==\\nMemTotal:       1584842752 kB\\n"
     ...     "MemAvailable:     41943040 kB\\nMlocked:         419430400 kB\\n"

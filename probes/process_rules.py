@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from forensics.models import EvidenceRef, Finding, Severity
-from forensics.probe import RuleContext
+from forensics.core.models import EvidenceRef, Finding, Severity
+from forensics.core.probe import RuleContext
 
 if TYPE_CHECKING:
-    from probes.processes import ProcessEntry, ProcessesFacts, ThreadState
+    from forensics.probes.processes import ProcessEntry, ProcessesFacts, ThreadState
 
 SECTION = "processes"
 MAX_ZOMBIE_FINDINGS = 10

@@ -50,11 +50,11 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from forensics.models import CollectOptions, SectionSpec
-from forensics.probe import Captures, Probe, unavailable_reason
-from forensics.redaction import redact, redact_argv
-from probes.process_rules import rules
-from probes.system import KNOWN_INITS
+from forensics.core.models import CollectOptions, SectionSpec
+from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.redaction import redact, redact_argv
+from forensics.probes.process_rules import rules
+from forensics.probes.system import KNOWN_INITS
 
 SECTION = "processes"
 SEPARATOR_FILE = ".s"
@@ -335,8 +335,8 @@ class _Reading:
 def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
     """Read the ``processes`` section.
 
-    >>> from forensics.probe import Captured
-    >>> from forensics.models import SectionResult
+    >>> from forensics.core.probe import Captured
+    >>> from forensics.core.models import SectionResult
     >>> sep = "==> .s <==\\nN1\\n"
     >>> text = (
     ...     "nonce N1\\nclock_ticks 100\\npage_size 4096\\nbtime 1764441600\\nself 77\\n"

@@ -50,8 +50,8 @@ script content can fake a record::
     fi
 
 (``^@`` is a NUL byte; a bash wrapper waiting on its ``Zl`` daemon.) Parsing is pure and
-also runs the masking rules of ``forensics/shell_masking.py`` on each script; ShellCheck
-is run by ``rules``, on this side, as a separate analysis step (``forensics/shellcheck.py``).
+also runs the masking rules of ``forensics/shell/masking.py`` on each script; ShellCheck
+is run by ``rules``, on this side, as a separate analysis step (``forensics/shell/shellcheck.py``).
 """
 
 from __future__ import annotations
@@ -61,12 +61,12 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, computed_field
 
-from forensics.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.probe import Captures, Probe, RuleContext, unavailable_reason
-from forensics.redaction import redact
-from forensics.script import shell_quote
-from forensics.script_lint import ScriptLint, TextShape, describe_text, lint
-from forensics.shell_masking import MaskingAnalysis, find_masking
+from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
+from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.redaction import redact
+from forensics.remote.host_script import shell_quote
+from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
+from forensics.shell.masking import MaskingAnalysis, find_masking
 
 SECTION = "scripts"
 MAX_SCRIPTS = 6
@@ -326,8 +326,8 @@ class _Record:
 def parse(captures: Captures, options: CollectOptions) -> ScriptFacts:
     """Read the ``scripts`` section; run the masking rules on each script (pure).
 
-    >>> from forensics.probe import Captured
-    >>> from forensics.models import SectionResult
+    >>> from forensics.core.probe import Captured
+    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "scripts 1 262144 6\\nzombie 4242 4240 python3\\nzombies 1\\n"
     ...     "process 4240 4102 zombie_parent\\ncomm 0\\nbash\\ncmdline 0\\n"

@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from forensics.file_dump import head_command, split_head_output
-from forensics.models import CollectOptions, SectionSpec
-from forensics.probe import Captures, Probe, unavailable_reason
-from forensics.redaction import redact
+from forensics.core.models import CollectOptions, SectionSpec
+from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.redaction import redact
+from forensics.remote.file_dump import head_command, split_head_output
 
 TOOLS = ("timeout", "dmesg", "journalctl", "nvidia-smi", "ps", "busybox", "shellcheck")
 MARKERS = ("/.dockerenv", "/run/.containerenv", "/dev/.lxc-boot-id")
@@ -90,8 +90,8 @@ def sections(options: CollectOptions) -> list[SectionSpec]:
 def parse(captures: Captures, options: CollectOptions) -> SystemFacts:
     """Read the ``system`` section.
 
-    >>> from forensics.probe import Captured
-    >>> from forensics.models import SectionResult
+    >>> from forensics.core.probe import Captured
+    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "tool timeout yes\\ntool nvidia-smi no\\nmarker /.dockerenv\\nbtime 1764441600\\n"
     ...     "==> /proc/uptime <==\\n8400.12 16000.55\\n\\n==> /proc/1/comm <==\\ntini\\n\\n"

@@ -12,13 +12,13 @@ from typing import Any
 
 from jinja2 import Template
 
-from forensics.host_report import HostReport
-from reports.environments import html_environment, markdown_environment
-from reports.fleet import FleetSummary
-from reports.headline import headline
-from reports.timeline import timeline_points
-from reports.topics import topics
-from reports.unchecked import unchecked
+from forensics.judge.host_report import HostReport
+from forensics.reports.environments import html_environment, markdown_environment
+from forensics.reports.fleet import FleetSummary
+from forensics.reports.headline import headline
+from forensics.reports.timeline import timeline_points
+from forensics.reports.topics import topics
+from forensics.reports.unchecked import unchecked
 
 
 class Format(enum.StrEnum):
@@ -32,7 +32,7 @@ def render_host(report: HostReport, format: Format) -> str:
     if format is Format.json:
         return report.model_dump_json(indent=2)
     if format is Format.text:
-        from reports.terminal import render_terminal
+        from forensics.reports.terminal import render_terminal
 
         return render_terminal(report)
     context = _host_context(report, format.value)
@@ -45,7 +45,7 @@ def render_fleet(summary: FleetSummary, format: Format) -> str:
     if format is Format.json:
         return summary.fleet.model_dump_json(indent=2)
     if format is Format.text:
-        from reports.terminal import render_fleet_terminal
+        from forensics.reports.terminal import render_fleet_terminal
 
         return render_fleet_terminal(summary)
     gaps = {

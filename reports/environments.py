@@ -18,15 +18,15 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from reports.escaping import inert, markdown_code, markdown_fence, markdown_inline
-from reports.figures import (
+from forensics.reports.escaping import inert, markdown_code, markdown_fence, markdown_inline
+from forensics.reports.figures import (
     MemoryPart,
     human_bytes,
     human_duration,
     memory_bar_svg,
     timeline_svg,
 )
-from reports.process_tree import ProcessRow, tree_around, tree_lines
+from forensics.reports.process_tree import ProcessRow, tree_around, tree_lines
 
 TEMPLATES = Path(__file__).parent / "templates"
 LONG_EVIDENCE_LINES = 12

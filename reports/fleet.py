@@ -15,9 +15,9 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forensics.fingerprint import TrackedFinding
-from forensics.fleet_report import NOT_COLLECTED, FindingCount, FleetReport, HostRun, host_order
-from reports.headline import headline
+from forensics.fleet.fingerprint import TrackedFinding
+from forensics.fleet.report import NOT_COLLECTED, FindingCount, FleetReport, HostRun, host_order
+from forensics.reports.headline import headline
 
 CHANGE_KINDS = ("new", "resolved", "not_rechecked")
 """What the report lists finding by finding; findings still present are only counted."""
@@ -80,9 +80,9 @@ def fleet_summary(fleet: FleetReport, title: str | None = None) -> FleetSummary:
     """Summarise a sweep for a page.
 
     >>> from datetime import UTC, datetime
-    >>> from forensics.fleet_report import HostStatus, count_findings
-    >>> from forensics.host_report import HostReport
-    >>> from forensics.models import Finding, Target
+    >>> from forensics.fleet.report import HostStatus, count_findings
+    >>> from forensics.judge.host_report import HostReport
+    >>> from forensics.core.models import Finding, Target
     >>> now = datetime(2025, 11, 29, tzinfo=UTC)
     >>> zombie = Finding(id="process.zombie", severity="warning", title="A zombie",
     ...     explanation="")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forensics.host_report import HostReport
-from forensics.models import CollectStatus, Finding, Severity
+from forensics.core.models import CollectStatus, Finding, Severity
+from forensics.judge.host_report import HostReport
 
 OTHER_TOPICS = 2
 NAME_CHARS = 60
@@ -32,7 +32,7 @@ def headline(report: HostReport) -> Headline:
     """Summarise ``report`` in one sentence (findings are worst first).
 
     >>> from datetime import UTC, datetime
-    >>> from forensics.models import Target
+    >>> from forensics.core.models import Target
     >>> now = datetime(2025, 11, 29, tzinfo=UTC)
     >>> zombie = Finding(id="process.zombie_threads_alive", severity="critical",
     ...     title="cuzk (pid 4242) is a zombie with 3 live threads",

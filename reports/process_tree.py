@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from probes.processes import ProcessEntry, ProcessesFacts, ProcessTree
-from reports.escaping import inert
+from forensics.probes.processes import ProcessEntry, ProcessesFacts, ProcessTree
+from forensics.reports.escaping import inert
 
 MAX_DEPTH = 64
 """Ancestor walks stop here: a corrupt or hostile table may hold a parent loop."""
@@ -117,7 +117,7 @@ MAX_CHILDREN = 10
 def tree_lines(facts: ProcessesFacts, tree: ProcessTree) -> list[TreeLine]:
     """The lines of one of the probe's trees (around the focus or a zombie).
 
-    >>> from probes.processes import ProcessEntry
+    >>> from forensics.probes.processes import ProcessEntry
     >>> def p(pid, ppid, name, state, argv, wchan=None, threads=1):
     ...     return ProcessEntry(pid=pid, ppid=ppid, name=name, state=state, threads=threads,
     ...                         start_ticks=0, argv=argv, cmdline=" ".join(argv), wchan=wchan)

@@ -9,12 +9,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from forensics.fleet_report import NOT_COLLECTED
-from forensics.host_report import HostReport
-from reports.escaping import inert
-from reports.fleet import FleetSummary
-from reports.headline import headline
-from reports.process_tree import tree_lines
+from forensics.fleet.report import NOT_COLLECTED
+from forensics.judge.host_report import HostReport
+from forensics.reports.escaping import inert
+from forensics.reports.fleet import FleetSummary
+from forensics.reports.headline import headline
+from forensics.reports.process_tree import tree_lines
 
 _STYLE = {
     "critical": "bold red",

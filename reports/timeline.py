@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from forensics.host_report import HostReport
-from reports.figures import TimelinePoint
+from forensics.judge.host_report import HostReport
+from forensics.reports.figures import TimelinePoint
 
 
 def timeline_points(report: HostReport) -> list[TimelinePoint]:
-    """The report's timeline (built by ``forensics/timeline.py``) in time order.
+    """The report's timeline (built by ``forensics/judge/timeline.py``) in time order.
 
     >>> from datetime import UTC, datetime
-    >>> from forensics.models import Target
-    >>> from forensics.timeline import TimelineEvent
+    >>> from forensics.core.models import Target
+    >>> from forensics.judge.timeline import TimelineEvent
     >>> boot = datetime(2025, 10, 23, 18, 40, tzinfo=UTC)
     >>> now = datetime(2025, 11, 29, 20, 15, tzinfo=UTC)
     >>> report = HostReport(tool_version="0", target=Target(name="gpu-a"), status="ok",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forensics.host_report import HostReport
+from forensics.judge.host_report import HostReport
 
 PARTIALS = Path(__file__).parent / "templates" / "partials"
 
@@ -25,9 +25,9 @@ def topics(report: HostReport, extension: str) -> list[str]:
     """The ``Facts`` field names whose partial ``partials/<name>.<extension>.j2`` applies.
 
     >>> from datetime import UTC, datetime
-    >>> from forensics.models import Target
-    >>> from forensics.facts import Facts
-    >>> from probes.system import SystemFacts
+    >>> from forensics.core.models import Target
+    >>> from forensics.core.facts import Facts
+    >>> from forensics.probes.system import SystemFacts
     >>> now = datetime(2025, 11, 29, tzinfo=UTC)
     >>> report = HostReport(tool_version="0", target=Target(name="local"), status="ok",
     ...     started=now, finished=now, facts=Facts(system=SystemFacts(hostname="gpu-a")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forensics.host_report import HostReport
+from forensics.judge.host_report import HostReport
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,9 @@ def unchecked(report: HostReport) -> list[Gap]:
     """Every gap in the evidence, sections first.
 
     >>> from datetime import UTC, datetime
-    >>> from forensics.models import SectionResult, Target
-    >>> from forensics.facts import Facts
-    >>> from probes.system import SystemFacts
+    >>> from forensics.core.models import SectionResult, Target
+    >>> from forensics.core.facts import Facts
+    >>> from forensics.probes.system import SystemFacts
     >>> now = datetime(2025, 11, 29, tzinfo=UTC)
     >>> cut = SectionResult(name="system", command="", exit_status=None, duration_s=10.0,
     ...     bytes=0, truncated=False, timed_out=True, finished=True)

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from forensics.facts import Facts
-from forensics.host_report import HostReport
-from forensics.models import EvidenceRef, Finding, SectionResult, Severity, Target
-from probes.system import SystemFacts
+from forensics.core.facts import Facts
+from forensics.core.models import EvidenceRef, Finding, SectionResult, Severity, Target
+from forensics.judge.host_report import HostReport
+from forensics.probes.system import SystemFacts
 from tests.sshd import SshServer
 
 SCRIPT = "<script>alert(1)</script>"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forensics.models import CollectOptions, SectionResult
-from forensics.probe import Captured
-from probes import kernel_log
+from forensics.core.models import CollectOptions, SectionResult
+from forensics.core.probe import Captured
+from forensics.probes import kernel_log
 
 SAMPLES = Path(__file__).parent / "samples" / "kernel"
 # 2025-11-29T18:40:00Z, the boot time the section texts below claim.

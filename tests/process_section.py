@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from forensics.models import CollectOptions, SectionResult
-from forensics.probe import Captured
-from probes.processes import ProcessesFacts, parse
+from forensics.core.models import CollectOptions, SectionResult
+from forensics.core.probe import Captured
+from forensics.probes.processes import ProcessesFacts, parse
 
 NONCE = "0b8e61d2-5a1f-4c3e"
 

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.facts import Facts
-from forensics.models import CollectOptions, SectionResult
-from forensics.probe import Captured, RuleContext
-from forensics.rules.headroom import memory_headroom
-from probes import cgroup
+from forensics.core.facts import Facts
+from forensics.core.models import CollectOptions, SectionResult
+from forensics.core.probe import Captured, RuleContext
+from forensics.judge.rules.headroom import memory_headroom
+from forensics.probes import cgroup
 from tests.cgroup_scenario import Holder, memory_cgroup, scenario_command, v1_memory_writable
 from tests.cgroup_scenario import write_tree as write_files
 from tests.conftest import run_cli

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.models import CollectOptions, SectionResult
-from forensics.probe import Captured, RuleContext
-from probes import disk
+from forensics.core.models import CollectOptions, SectionResult
+from forensics.core.probe import Captured, RuleContext
+from forensics.probes import disk
 from tests.conftest import run_cli
 from tests.sshd import SshServer
 

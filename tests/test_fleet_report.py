@@ -7,19 +7,19 @@ import json
 from pathlib import Path
 
 from forensics.collect import collect
-from forensics.errors import CollectionError
-from forensics.fleet_report import (
+from forensics.core.errors import CollectionError
+from forensics.core.models import CollectOptions, CollectStatus
+from forensics.core.targets import parse_target
+from forensics.fleet.report import (
     FleetReport,
     HostRun,
     HostStatus,
     count_findings,
     host_order,
 )
-from forensics.host_report import HostReport
-from forensics.models import CollectOptions, CollectStatus
-from forensics.targets import parse_target
-from reports import Format, render_fleet
-from reports.fleet import FleetSummary, fleet_summary
+from forensics.judge.host_report import HostReport
+from forensics.reports import Format, render_fleet
+from forensics.reports.fleet import FleetSummary, fleet_summary
 from tests.conftest import run_cli
 from tests.hostile import SCRIPT, hostile_report
 from tests.rendered import (

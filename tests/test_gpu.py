@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.models import CollectOptions, SectionResult
-from forensics.probe import Captured, RuleContext
-from probes import gpu
+from forensics.core.models import CollectOptions, SectionResult
+from forensics.core.probe import Captured, RuleContext
+from forensics.probes import gpu
 from tests.conftest import run_cli
 from tests.gpu_shim import force_command, shim_directory
 from tests.sshd import SshServer

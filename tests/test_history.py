@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from forensics.history_cli import render_runs
-from forensics.store import History
+from forensics.cli.history import render_runs
+from forensics.fleet.store import History
 from tests.conftest import run_cli
 from tests.sshd import SshServer
 
@@ -128,7 +128,7 @@ def test_a_cut_section_is_new_then_still_present_then_resolved(
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("probes.processes") is None,
+    importlib.util.find_spec("forensics.probes.processes") is None,
     reason="needs the `processes` probe (probes/processes.py, process.zombie findings), "
     "which is not in this build yet; runs by itself once it is",
 )
@@ -196,10 +196,10 @@ WRITER = """
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from forensics.fingerprint import TrackedFinding
-from forensics.fleet_report import HostRun, HostStatus
-from forensics.models import Severity
-from forensics.store import History
+from forensics.fleet.fingerprint import TrackedFinding
+from forensics.fleet.report import HostRun, HostStatus
+from forensics.core.models import Severity
+from forensics.fleet.store import History
 
 store = History.open(Path(sys.argv[1]), lambda message: print(message, file=sys.stderr))
 for number in range(40):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.inventory import InventoryError, load_inventory, parse_inventory
+from forensics.fleet.inventory import InventoryError, load_inventory, parse_inventory
 from tests.conftest import run_cli
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,17 +8,17 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.facts import Facts
+from forensics.core.facts import Facts
+from forensics.core.models import CollectOptions
+from forensics.core.probe import RuleContext
+from forensics.judge.rules import gpu_errors, kernel, oom
+from forensics.judge.timeline import kernel_events
 from forensics.kernel.faults import find_faults
 from forensics.kernel.hung_tasks import find_hung_tasks
 from forensics.kernel.lines import Clock, read_lines
 from forensics.kernel.machine_checks import find_machine_checks
 from forensics.kernel.oom_report import find_oom_kills
-from forensics.models import CollectOptions
-from forensics.probe import RuleContext
-from forensics.rules import gpu_errors, kernel, oom
-from forensics.timeline import kernel_events
-from forensics.xid import bus_id, find_xids, parse_xid
+from forensics.kernel.xid import bus_id, find_xids, parse_xid
 from tests.kernel_samples import SAMPLES, parse_section, section_text
 from tests.process_section import HostProcess
 from tests.process_section import parse_text as parse_processes

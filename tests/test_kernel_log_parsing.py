@@ -11,7 +11,7 @@ from forensics.kernel.hung_tasks import find_hung_tasks
 from forensics.kernel.lines import Clock, read_lines
 from forensics.kernel.machine_checks import find_machine_checks
 from forensics.kernel.oom_report import OomKill, find_oom_kills
-from forensics.xid import find_xids
+from forensics.kernel.xid import find_xids
 from tests.kernel_samples import parse_section, sample, section_text
 
 NO_CLOCK = Clock()

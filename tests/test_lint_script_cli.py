@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.shellcheck import locate_shellcheck, run_shellcheck
+from forensics.shell.shellcheck import locate_shellcheck, run_shellcheck
 from tests.conftest import run_cli
 
 SAMPLES = Path(__file__).parent / "samples" / "scripts"

@@ -9,12 +9,12 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.facts import Facts
-from forensics.models import CollectOptions, SectionResult
-from forensics.pressure import parse_pressure
-from forensics.probe import Captured, RuleContext
-from forensics.rules.headroom import memory_headroom
-from probes import memory
+from forensics.core.facts import Facts
+from forensics.core.models import CollectOptions, SectionResult
+from forensics.core.pressure import parse_pressure
+from forensics.core.probe import Captured, RuleContext
+from forensics.judge.rules.headroom import memory_headroom
+from forensics.probes import memory
 from tests.conftest import run_cli
 
 SAMPLES = Path(__file__).parent / "samples" / "memory"

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from forensics.errors import UsageError
-from forensics.memory_condition import parse_condition
-from forensics.quantities import parse_duration, parse_size
+from forensics.core.errors import UsageError
+from forensics.core.quantities import parse_duration, parse_size
+from forensics.watch.condition import parse_condition
 from tests.cgroup_scenario import Holder, memory_cgroup, v1_memory_writable
 from tests.conftest import run_cli
 from tests.sshd import SshServer

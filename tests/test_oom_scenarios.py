@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from probes.kernel_log import LOG_BYTES_KEPT
+from forensics.probes.kernel_log import LOG_BYTES_KEPT
 from tests.kernel_samples import sample
 from tests.kernel_scenario import KernelScenario, collect_json, findings
 from tests.sshd import SshServer

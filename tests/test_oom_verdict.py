@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from forensics.facts import Facts
-from forensics.models import CollectOptions, EvidenceRef, Finding, Severity
-from forensics.probe import RuleContext
-from forensics.rules import gpu_errors, kernel, oom
-from probes.cgroup import CgroupCounters, CgroupFacts
-from probes.system import SystemFacts
+from forensics.core.facts import Facts
+from forensics.core.models import CollectOptions, EvidenceRef, Finding, Severity
+from forensics.core.probe import RuleContext
+from forensics.judge.rules import gpu_errors, kernel, oom
+from forensics.probes.cgroup import CgroupCounters, CgroupFacts
+from forensics.probes.system import SystemFacts
 from tests.kernel_samples import parse_section, sample, section_text
 from tests.process_section import HostProcess
 from tests.process_section import parse_text as parse_processes

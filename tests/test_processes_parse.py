@@ -10,12 +10,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from forensics.models import CollectOptions, Finding
-from forensics.probe import RuleContext
-from forensics.redaction import redact, redact_argv
-from probes.processes import ProcessesFacts
-from probes.processes import rules as process_rules
-from reports.process_tree import tree_lines
+from forensics.core.models import CollectOptions, Finding
+from forensics.core.probe import RuleContext
+from forensics.core.redaction import redact, redact_argv
+from forensics.probes.processes import ProcessesFacts
+from forensics.probes.processes import rules as process_rules
+from forensics.reports.process_tree import tree_lines
 from tests.process_section import NONCE, HostProcess, parse_text, section_text
 
 INIT = HostProcess(pid=1, name="tini", ppid=0, argv=["/tini", "--", "run.sh"])

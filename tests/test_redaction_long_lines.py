@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from forensics.redaction import redact
+from forensics.core.redaction import redact
 
 
 def test_a_long_script_line_is_redacted_in_linear_time() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from reports import Format, render_host
+from forensics.reports import Format, render_host
 from tests.conftest import run_cli
 from tests.hostile import SCRIPT, hostile_report
 from tests.rendered import assert_inert_page, parse_html

@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.models import Severity
-from reports.environments import html_environment, markdown_environment
-from reports.escaping import inert
-from reports.figures import MemoryPart, TimelinePoint, memory_bar_svg, timeline_svg
-from reports.process_tree import ProcessRow, tree_around
+from forensics.core.models import Severity
+from forensics.reports.environments import html_environment, markdown_environment
+from forensics.reports.escaping import inert
+from forensics.reports.figures import MemoryPart, TimelinePoint, memory_bar_svg, timeline_svg
+from forensics.reports.process_tree import ProcessRow, tree_around
 from tests.hostile import ANSI, SCRIPT
 from tests.rendered import assert_inert_page, markdown_tokens, parse_html
 

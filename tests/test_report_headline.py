@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from forensics.analysis import sort_findings
-from forensics.facts import Facts
-from forensics.host_report import HostReport
-from forensics.models import CollectOptions, Finding, Target
-from forensics.probe import RuleContext
-from forensics.rules import kernel, oom
-from reports.headline import headline
+from forensics.core.facts import Facts
+from forensics.core.models import CollectOptions, Finding, Target
+from forensics.core.probe import RuleContext
+from forensics.judge.analysis import sort_findings
+from forensics.judge.host_report import HostReport
+from forensics.judge.rules import kernel, oom
+from forensics.reports.headline import headline
 from tests.kernel_samples import parse_section, sample, section_text
 
 NOW = datetime(2025, 11, 30, tzinfo=UTC)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.models import SectionSpec
-from forensics.script import compose, decode
+from forensics.core.models import SectionSpec
+from forensics.remote.host_script import compose, decode
 from tests.scenario import write_executable
 
 SHELLS = [

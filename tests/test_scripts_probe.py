@@ -304,9 +304,9 @@ def test_odd_and_missing_script_files_become_facts_not_crashes(
 
 def test_a_truncated_scripts_section_keeps_what_came_whole(tmp_path: Path) -> None:
     """Parsing a section cut by its byte cap: the cut script is marked, nothing raises."""
-    from forensics.models import CollectOptions, SectionResult
-    from forensics.probe import Captured
-    from probes.scripts import parse
+    from forensics.core.models import CollectOptions, SectionResult
+    from forensics.core.probe import Captured
+    from forensics.probes.scripts import parse
 
     text = (
         "scripts 1 262144 6\nzombies 0\nrequested\narg 0\n/x.sh\npath 0\n/x.sh\nvia path\n"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.shell_masking import find_masking
+from forensics.shell.masking import find_masking
 
 SAMPLES = Path(__file__).parent / "samples" / "scripts"
 
@@ -195,9 +195,9 @@ RECORD_LINES = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(RECORD_LINES, st.text(max_size=30)), max_size=60))
 def test_the_scripts_parser_never_raises(lines: list[str]) -> None:
-    from forensics.models import CollectOptions, SectionResult
-    from forensics.probe import Captured
-    from probes.scripts import parse
+    from forensics.core.models import CollectOptions, SectionResult
+    from forensics.core.probe import Captured
+    from forensics.probes.scripts import parse
 
     text = "\n".join(["scripts 1 262144 6", *lines])
     result = SectionResult(

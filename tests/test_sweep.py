@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from forensics import bundle
-from forensics.analysis import analyze
-from forensics.host_report import HostReport
+from forensics.judge.analysis import analyze
+from forensics.judge.host_report import HostReport
+from forensics.remote import bundle
 from tests.conftest import run_cli
 from tests.fleet import Fleet, fleet
 from tests.rendered import markdown_headings, markdown_table

@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from forensics.fingerprint import Changes, track
-from forensics.fleet_report import FleetReport, HostRun, HostStatus, count_findings, host_order
-from forensics.host_report import HostReport
-from forensics.models import EvidenceRef, Finding, Severity, Target
-from forensics.sweep_cli import exit_status
-from reports import Format, render_fleet
-from reports.fleet import fleet_summary
+from forensics.cli.sweep import exit_status
+from forensics.core.models import EvidenceRef, Finding, Severity, Target
+from forensics.fleet.fingerprint import Changes, track
+from forensics.fleet.report import FleetReport, HostRun, HostStatus, count_findings, host_order
+from forensics.judge.host_report import HostReport
+from forensics.reports import Format, render_fleet
+from forensics.reports.fleet import fleet_summary
 from tests.rendered import (
     assert_inert_page,
     markdown_headings,

@@ -6,18 +6,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from forensics import timeline
-from forensics.facts import Facts
-from forensics.host_report import HostReport
-from forensics.models import CollectOptions, CollectStatus, Target
-from forensics.probe import RuleContext
-from forensics.rules.log_end import log_ended_early
-from forensics.timeline import build_timeline, kernel_time_to_utc
-from probes.focus_pids import FocusProcess
-from probes.gpu import GpuFacts, SmiRun
-from probes.logs import LogFile, LogLine, LogsFacts
-from probes.system import SystemFacts
-from reports import Format, render_host
+from forensics.core.facts import Facts
+from forensics.core.models import CollectOptions, CollectStatus, Target
+from forensics.core.probe import RuleContext
+from forensics.judge import timeline
+from forensics.judge.host_report import HostReport
+from forensics.judge.rules.log_end import log_ended_early
+from forensics.judge.timeline import build_timeline, kernel_time_to_utc
+from forensics.probes.focus_pids import FocusProcess
+from forensics.probes.gpu import GpuFacts, SmiRun
+from forensics.probes.logs import LogFile, LogLine, LogsFacts
+from forensics.probes.system import SystemFacts
+from forensics.reports import Format, render_host
 from tests.kernel_samples import BTIME, parse_section, sample, section_text
 from tests.process_section import HostProcess
 from tests.process_section import parse_text as parse_processes

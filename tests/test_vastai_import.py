@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.errors import UsageError
-from forensics.inventory import parse_inventory
-from forensics.vastai_import import parse_instances, to_yaml
+from forensics.core.errors import UsageError
+from forensics.fleet.inventory import parse_inventory
+from forensics.fleet.vastai import parse_instances, to_yaml
 from tests.conftest import run_cli
 
 # Rows shaped like `vastai show instances --raw` (FORMATS.md §6), ids and addresses made up.

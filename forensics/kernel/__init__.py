@@ -1,2 +1,2 @@
 """Pure readers of kernel log text: time stamps, OOM reports, faults, hung tasks, machine
-checks. ``forensics/xid.py`` reads NVIDIA Xid lines. Each takes lines, returns facts."""
+checks. ``forensics/kernel/xid.py`` reads NVIDIA Xid lines. Each takes lines, returns facts."""

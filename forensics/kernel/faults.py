@@ -21,8 +21,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from forensics.core.models import EvidenceRef
 from forensics.kernel.lines import KernelLine
-from forensics.models import EvidenceRef
 
 _SEGFAULT = re.compile(
     r"^(?P<name>.+)\[(?P<pid>\d+)\]: segfault at (?P<address>[0-9a-fA-F]+) "

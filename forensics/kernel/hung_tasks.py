@@ -17,8 +17,8 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
+from forensics.core.models import EvidenceRef
 from forensics.kernel.lines import KernelLine
-from forensics.models import EvidenceRef
 
 _HUNG = re.compile(r"task (?P<name>.+):(?P<pid>\d+) blocked for more than (?P<seconds>\d+) sec")
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
-from forensics.models import EvidenceRef
+from forensics.core.models import EvidenceRef
 
 EXCERPT_CHARS = 400
 """A kernel line quoted as evidence is cut here: some drivers print very long lines."""

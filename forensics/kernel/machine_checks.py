@@ -22,8 +22,8 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
+from forensics.core.models import EvidenceRef
 from forensics.kernel.lines import EXCERPT_CHARS, KernelLine
-from forensics.models import EvidenceRef
 
 _HARDWARE = re.compile(r"\[Hardware Error\]|Machine check|^mce: |^EDAC MC\d+: \d+ [CU]E ")
 _UNCORRECTED = re.compile(

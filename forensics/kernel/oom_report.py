@@ -30,8 +30,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from forensics.core.models import EvidenceRef
 from forensics.kernel.lines import KernelLine
-from forensics.models import EvidenceRef
 
 Scope = Literal["memory_cgroup", "system", "cpuset", "memory_policy", "unknown"]
 

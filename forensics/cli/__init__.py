@@ -1,0 +1,1 @@
+"""The ``forensics`` command line: one module per command, shared options, exit codes."""

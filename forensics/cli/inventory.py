@@ -1,0 +1,98 @@
+"""``forensics inventory check`` and ``forensics inventory import-vastai``."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from forensics.core.errors import UsageError
+from forensics.fleet.inventory import Inventory, load_inventory
+from forensics.fleet.vastai import parse_instances, to_yaml
+from forensics.reports.escaping import inert
+
+app = typer.Typer(
+    help="Check the inventory; import hosts from vast.ai.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@app.command("check")
+def check_command(
+    inventory: Annotated[
+        Path, typer.Argument(metavar="[FILE]", help="Default: ./inventory.yaml.")
+    ] = Path("inventory.yaml"),
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the resolved hosts as JSON.")
+    ] = False,
+) -> None:
+    """Validate the inventory and print every host as a sweep would collect it.
+
+    An error names the file, the line and the field, and exits 2:
+    inventory.yaml:14: hosts[2].port: must be 1..65535, got 'abc'
+    """
+    loaded = load_inventory(inventory)
+    if json_output:
+        sys.stdout.write(json.dumps(loaded.model_dump(mode="json"), indent=2) + "\n")
+        return
+    sys.stdout.write(render_inventory(loaded))
+
+
+def render_inventory(inventory: Inventory, width: int = 200) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, width=width, force_terminal=False, color_system=None, soft_wrap=True
+    )
+    groups = f"{len(inventory.groups)} group{'s' if len(inventory.groups) != 1 else ''}"
+    console.print(Text(f"{inventory.path}: {len(inventory.hosts)} hosts in {groups}, valid"))
+    table = Table(show_header=True, header_style="bold", expand=False)
+    for column in (
+        "host", "group", "address", "via", "sudo", "timeout", "probes", "focus", "logs", "line",
+    ):  # fmt: skip
+        table.add_column(column, no_wrap=True)
+    for host in inventory.hosts:
+        table.add_row(
+            Text(inert(host.name)),
+            Text(host.group or "-"),
+            Text(inert(host.address)),
+            Text(inert(host.target.proxy_jump or "-")),
+            Text("yes" if host.target.sudo else "-"),
+            Text(f"{host.timeout_s:g}s"),
+            Text(",".join(host.options.probes) or "all"),
+            Text(inert(host.options.focus or "-")),
+            Text(str(len(host.options.logs) + len(host.options.expected_logs) or "-")),
+            Text(host.source.rsplit(":", 1)[-1]),
+        )
+    console.print(table, soft_wrap=False)
+    return buffer.getvalue()
+
+
+@app.command("import-vastai")
+def import_vastai_command(
+    source: Annotated[
+        str, typer.Argument(metavar="FILE|-", help="`vastai show instances --raw` output.")
+    ],
+) -> None:
+    """Turn vast.ai instances into inventory entries, printed as YAML to paste.
+
+    Example: vastai show instances --raw | forensics inventory import-vastai - >> hosts.yaml
+    """
+    if source == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"{source}: cannot read: {error}") from error
+    hosts, skipped = parse_instances(text)
+    sys.stdout.write(to_yaml(hosts, skipped))

@@ -1,0 +1,81 @@
+"""``forensics report``: turn a bundle (or a saved JSON report) into a report file for a
+ticket (Markdown), a browser or a printer (HTML), or a script (JSON)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from forensics.core.errors import BundleError, UsageError
+from forensics.judge.analysis import analyze
+from forensics.judge.host_report import HostReport
+from forensics.remote import bundle
+from forensics.reports import Format, render_host
+
+
+def report_command(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="BUNDLE",
+            help="A bundle directory (re-judged with today's rules), or a report JSON file "
+            "as `collect --format json` prints it.",
+        ),
+    ],
+    format: Annotated[Format, typer.Option("--format", "-f", help="md, html, json or text.")] = (
+        Format.md
+    ),
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (replaced atomically) instead of stdout."),
+    ] = None,
+) -> None:
+    """Render a host report from a bundle.
+
+    Examples:
+
+      forensics report forensics-bundles/gpu-a/2026-11-29T20-15-03Z -o gpu-a.md
+
+      forensics report forensics-bundles/gpu-a/2026-11-29T20-15-03Z -f html -o gpu-a.html
+    """
+    text = render_host(load_report(source), format).rstrip("\n") + "\n"
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomically(output, text)
+
+
+def load_report(source: Path) -> HostReport:
+    if source.is_dir():
+        manifest, captures = bundle.load(source)
+        return analyze(manifest, captures, bundle=str(source))
+    try:
+        data = source.read_bytes()
+    except OSError as error:
+        raise BundleError(f"{source}: cannot read ({error.strerror})") from error
+    try:
+        return HostReport.model_validate_json(data)
+    except ValidationError as error:
+        first = error.errors(include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise BundleError(
+            f"{source}: neither a bundle directory nor a forensics JSON report "
+            f"({where + ': ' if where else ''}{first['msg']})"
+        ) from error
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write beside the target, then rename: a reader never sees half a report."""
+    aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    try:
+        aside.write_text(text, encoding="utf-8")
+        os.replace(aside, path)
+    except OSError as error:
+        aside.unlink(missing_ok=True)
+        raise UsageError(f"{path}: cannot write the report ({error.strerror})") from error

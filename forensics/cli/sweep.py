@@ -1,0 +1,207 @@
+"""``forensics sweep``: collect the inventory's hosts, once or on a schedule."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from forensics.cli.fail_on import parse_fail_on
+from forensics.core.duration_input import parse_duration
+from forensics.core.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
+from forensics.core.models import Severity
+from forensics.fleet.inventory import load_inventory
+from forensics.fleet.lock import SweepLock
+from forensics.fleet.progress import SweepProgress
+from forensics.fleet.report import FleetReport
+from forensics.fleet.schedule import run_every
+from forensics.fleet.store import History
+from forensics.fleet.sweep import (
+    FLEET_REPORT,
+    QuietObserver,
+    StopRequest,
+    Sweep,
+    signal_handlers,
+)
+from forensics.reports import Format, render_fleet
+from forensics.reports.fleet import fleet_summary
+
+EXIT_BY_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"forensics: warning: {message}\n")
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"forensics: {message}\n")
+
+
+def _duration(option: str, value: str, positive: bool = True) -> float:
+    seconds = parse_duration(value)
+    if seconds is None or (positive and seconds <= 0):
+        raise UsageError(f"{option}: expected a duration such as 30, 90s, 15m or 1h, got {value!r}")
+    return seconds
+
+
+def exit_status(report: FleetReport, fail_on: Severity | None, allow_unreachable: int) -> int:
+    """130/143 when a signal stopped it; 3 when more hosts than allowed were not collected;
+    1 when a collected host has a finding at or above ``fail_on``; else 0."""
+    if report.interrupted_by is not None:
+        return EXIT_BY_SIGNAL.get(report.interrupted_by, 130)
+    if len(report.not_collected) > allow_unreachable:
+        return EXIT_NOT_COLLECTED
+    if fail_on is not None and any(
+        host.worst is not None and host.worst.rank >= fail_on.rank for host in report.hosts
+    ):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def sweep_command(
+    inventory: Annotated[Path, typer.Option("--inventory", help="The inventory file.")] = Path(
+        "inventory.yaml"
+    ),
+    group: Annotated[
+        list[str] | None, typer.Option("--group", "-g", help="Only this group (repeatable).")
+    ] = None,
+    limit: Annotated[
+        list[str] | None,
+        typer.Option("--limit", "-l", help="Only hosts whose name or a tag matches this glob."),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Hosts collected at once.")] = 16,
+    timeout: Annotated[
+        str | None, typer.Option(help="Deadline per host (e.g. 90s, 2m); default: inventory's.")
+    ] = None,
+    connect_timeout: Annotated[
+        str | None, typer.Option(help="Seconds to establish SSH; default: inventory's.")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option(help="Bundles go to OUT/<sweep id>/<host>/<UTC time>/.")
+    ] = Path("forensics-bundles"),
+    format: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            "-f",
+            help="What goes to stdout: a summary (text), the FleetReport (json), or the fleet "
+            "report page (md, html).",
+        ),
+    ] = Format.text,
+    history: Annotated[
+        Path | None, typer.Option(help="History database (default OUT/history.sqlite).")
+    ] = None,
+    fail_on: Annotated[
+        str,
+        typer.Option(
+            help="Exit 1 when a host has a finding of at least: warning, critical, never."
+        ),
+    ] = "critical",
+    allow_unreachable: Annotated[
+        int, typer.Option(help="Exit 3 only when more hosts than this were not collected.")
+    ] = 0,
+    grace: Annotated[
+        str, typer.Option(help="After Ctrl-C/SIGTERM, how long hosts in flight may finish.")
+    ] = "5s",
+    every: Annotated[
+        str | None, typer.Option(help="Sweep again every DURATION (e.g. 15m), in the foreground.")
+    ] = None,
+    jitter: Annotated[
+        str, typer.Option(help="With --every: delay each later sweep by a random 0..DURATION.")
+    ] = "0",
+    lock: Annotated[
+        Path | None,
+        typer.Option(help="Lock file that keeps sweeps apart (default OUT/sweep.lock)."),
+    ] = None,
+) -> None:
+    """Collect every host of the inventory concurrently; print what the fleet shows and what
+    changed since each host's previous run.
+
+    Exit status: 0 all collected, nothing at or above --fail-on; 1 such a finding; 2 usage
+    or inventory error; 3 more hosts than --allow-unreachable not collected; 4 another sweep
+    holds the lock; 130/143 stopped by SIGINT/SIGTERM.
+
+    Examples:
+
+      forensics sweep                            # every host of ./inventory.yaml
+
+      forensics sweep --group vast --limit 'prover-*' --format json > fleet.json
+
+      forensics sweep --every 15m --jitter 30s   # until SIGTERM
+    """
+    threshold = parse_fail_on(fail_on)
+    if concurrency < 1:
+        raise UsageError(f"--concurrency: must be at least 1, got {concurrency}")
+    if allow_unreachable < 0:
+        raise UsageError("--allow-unreachable: must be 0 or more")
+    timeout_s = _duration("--timeout", timeout) if timeout else None
+    connect_timeout_s = _duration("--connect-timeout", connect_timeout) if connect_timeout else None
+    grace_s = _duration("--grace", grace, positive=False)
+    every_s = _duration("--every", every) if every else None
+    jitter_s = _duration("--jitter", jitter, positive=False)
+    loaded = load_inventory(inventory)
+    hosts = [
+        host.with_deadlines(timeout_s, connect_timeout_s)
+        for host in loaded.select(group or (), limit or ())
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    with SweepLock(lock or out / "sweep.lock"):
+        store = History.open(history or out / "history.sqlite", warn)
+        try:
+            sweep = Sweep(
+                hosts=hosts,
+                inventory=str(inventory),
+                out=out,
+                history=store,
+                concurrency=concurrency,
+                grace_s=grace_s,
+            )
+            if every_s is None:
+                report = _sweep_once(sweep, StopRequest(), format, interruptible=True)
+            else:
+                last = run_every(
+                    lambda stop: _sweep_once(sweep, stop, format, interruptible=False),
+                    every_s,
+                    jitter_s,
+                    _say,
+                )
+                if last is None or last.interrupted_by is None:
+                    raise typer.Exit(EXIT_OK)
+                report = last
+        finally:
+            store.close()
+    raise typer.Exit(exit_status(report, threshold, allow_unreachable))
+
+
+def _sweep_once(
+    sweep: Sweep, stop: StopRequest, format: Format, interruptible: bool
+) -> FleetReport:
+    display = SweepProgress(Console(stderr=True), len(sweep.hosts)) if sys.stderr.isatty() else None
+    sweep.observer = display or QuietObserver()
+    handlers = {signal.SIGINT: stop.request, signal.SIGTERM: stop.request}
+    with signal_handlers(handlers if interruptible else {}), display or contextlib.nullcontext():
+        report = sweep.run(stop)
+    _emit(report, format, compact=not interruptible)
+    if report.interrupted_by is not None:
+        missing = [host.name for host in report.not_collected]
+        _say(
+            f"stopped by {report.interrupted_by}: collected {len(report.collected)} of "
+            f"{len(report.hosts)} hosts; not collected: {', '.join(missing) or 'none'}"
+        )
+    return report
+
+
+def _emit(report: FleetReport, format: Format, compact: bool) -> None:
+    if format is Format.json and compact:
+        text = report.model_dump_json()
+    else:
+        text = render_fleet(fleet_summary(report), format)
+    sys.stdout.write(text.rstrip("\n") + "\n")
+    if format is Format.text:
+        sys.stdout.write(f"fleet report: {Path(report.directory) / FLEET_REPORT}\n")
+    sys.stdout.flush()

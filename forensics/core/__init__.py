@@ -1,0 +1,1 @@
+"""The core every job shares: models, errors, the probe contract, units, redaction, focus."""

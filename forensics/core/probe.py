@@ -1,0 +1,79 @@
+"""The contract every probe in ``probes/`` fulfils.
+
+A probe declares the sections it runs on the host, turns their raw text into pydantic facts
+with a pure ``parse``, and may judge its own facts with ``rules``. Judgements that need
+several probes' facts live in ``forensics/judge/rules/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+from forensics.core.models import CollectOptions, Finding, SectionResult, SectionSpec
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One section's outcome as the parsers see it: its result and its text.
+
+    ``text`` is the raw bytes decoded as UTF-8 with invalid bytes replaced; the exact bytes
+    stay in the bundle.
+    """
+
+    result: SectionResult
+    text: str
+    stderr: str = ""
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+
+Captures = Mapping[str, Captured]
+
+
+FactsT = TypeVar("FactsT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """What a rule may know besides facts: the operator's options and how each section went."""
+
+    options: CollectOptions
+    sections: Mapping[str, SectionResult]
+    collected_at: datetime
+
+
+def _no_rules(facts: BaseModel, context: RuleContext) -> list[Finding]:
+    return []
+
+
+@dataclass(frozen=True)
+class Probe(Generic[FactsT]):
+    """A probe: what it runs (``sections``), how it reads it (``parse``, pure), and the
+    findings its own facts support (``rules``, pure)."""
+
+    name: str
+    sections: Callable[[CollectOptions], list[SectionSpec]]
+    facts_model: type[FactsT]
+    parse: Callable[[Captures, CollectOptions], FactsT]
+    rules: Callable[[FactsT, RuleContext], list[Finding]] = field(default=_no_rules)
+
+
+def unavailable_reason(captures: Captures, section: str) -> str | None:
+    """Why a section cannot be read as complete evidence, or None when it can.
+
+    >>> unavailable_reason({}, "kernel_log")
+    'section kernel_log was not collected'
+    """
+    captured = captures.get(section)
+    if captured is None:
+        return f"section {section} was not collected"
+    if not captured.result.usable:
+        return f"section {section} {captured.result.problem()}"
+    return None

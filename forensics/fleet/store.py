@@ -1,0 +1,280 @@
+"""The sweep history: an embedded SQLite database of sweeps, host runs and their findings.
+
+Several sweeps may write at once (WAL journal, one writer at a time, each host's run in one
+short ``BEGIN IMMEDIATE`` transaction, a generous busy timeout). History is a convenience,
+never a reason to lose a sweep: a missing or corrupt database is moved aside and rebuilt
+with a warning, and any later database error turns history off for the rest of the sweep
+with one warning.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from forensics.core.models import Severity
+from forensics.fleet.fingerprint import TrackedFinding
+from forensics.fleet.report import HostRun, HostStatus
+
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sweeps (
+    id TEXT PRIMARY KEY, started TEXT NOT NULL, finished TEXT, inventory TEXT,
+    hosts INTEGER NOT NULL, collected INTEGER, interrupted_by TEXT
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, sweep_id TEXT, host TEXT NOT NULL, status TEXT NOT NULL,
+    reason TEXT, started TEXT NOT NULL, finished TEXT, bundle TEXT, worst TEXT,
+    findings INTEGER NOT NULL, new INTEGER, resolved INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_by_host ON runs (host, started);
+CREATE TABLE IF NOT EXISTS findings (
+    run_id INTEGER NOT NULL REFERENCES runs (id), fingerprint TEXT NOT NULL,
+    finding_id TEXT NOT NULL, severity TEXT NOT NULL, title TEXT NOT NULL,
+    subject TEXT NOT NULL, sections TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS findings_by_run ON findings (run_id);
+"""
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PreviousRun:
+    started: datetime
+    sweep_id: str | None
+    findings: list[TrackedFinding]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One host's run as ``forensics history`` lists it."""
+
+    sweep_id: str | None
+    host: str
+    status: str
+    reason: str | None
+    started: datetime
+    bundle: str | None
+    worst: str | None
+    findings: int
+    new: int | None
+    resolved: int | None
+
+
+class History:
+    """Open with ``History.open``; every method is a no-op once the database failed."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection | None, warn: Warn) -> None:
+        self.path = path
+        self._connection = connection
+        self._warn = warn
+
+    @property
+    def available(self) -> bool:
+        return self._connection is not None
+
+    @classmethod
+    def open(cls, path: Path, warn: Warn) -> History:
+        """Open or create ``path``; rebuild it when it is not a healthy database."""
+        if not path.exists():
+            warn(f"no history at {path} yet; starting it (every finding counts as new this time)")
+        try:
+            return cls(path, _connect(path), warn)
+        except sqlite3.Error as error:
+            problem = error
+        aside = path.with_name(f"{path.name}.corrupt-{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
+        warn(
+            f"history database {path} is unreadable ({problem}); moved it to {aside} and "
+            "started a new one: changes since the last sweep are unknown this time"
+        )
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                side = path.with_name(path.name + suffix)
+                if side.exists():
+                    side.rename(aside.with_name(aside.name + suffix))
+            return cls(path, _connect(path), warn)
+        except (OSError, sqlite3.Error) as error:
+            warn(f"history is off for this run: cannot rebuild {path}: {error}")
+            return cls(path, None, warn)
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection | None]:
+        connection = self._connection
+        if connection is None:
+            yield None
+            return
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            yield connection
+            connection.execute("COMMIT")
+        except sqlite3.Error as error:
+            self._give_up(error)
+
+    def _give_up(self, error: sqlite3.Error) -> None:
+        self._warn(f"history is off for the rest of this run: {self.path}: {error}")
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            finally:
+                self._connection = None
+
+    def begin_sweep(self, sweep_id: str, started: datetime, inventory: str, hosts: int) -> None:
+        with self._writing() as db:
+            if db is not None:
+                db.execute(
+                    "INSERT INTO sweeps (id, started, inventory, hosts) VALUES (?, ?, ?, ?)",
+                    (sweep_id, started.isoformat(), inventory, hosts),
+                )
+
+    def end_sweep(
+        self, sweep_id: str, finished: datetime, collected: int, interrupted_by: str | None
+    ) -> None:
+        with self._writing() as db:
+            if db is not None:
+                db.execute(
+                    "UPDATE sweeps SET finished = ?, collected = ?, interrupted_by = ? "
+                    "WHERE id = ?",
+                    (finished.isoformat(), collected, interrupted_by, sweep_id),
+                )
+
+    def previous(self, host: str) -> PreviousRun | None:
+        """The latest run of ``host`` that reached it (ok or partial), with its findings."""
+        if self._connection is None:
+            return None
+        try:
+            row = self._connection.execute(
+                "SELECT id, started, sweep_id FROM runs WHERE host = ? AND status IN (?, ?) "
+                "ORDER BY started DESC, id DESC LIMIT 1",
+                (host, HostStatus.ok.value, HostStatus.partial.value),
+            ).fetchone()
+            if row is None:
+                return None
+            findings = self._connection.execute(
+                "SELECT fingerprint, finding_id, severity, title, subject, sections FROM findings "
+                "WHERE run_id = ?",
+                (row[0],),
+            ).fetchall()
+        except sqlite3.Error as error:
+            self._give_up(error)
+            return None
+        return PreviousRun(
+            started=datetime.fromisoformat(row[1]),
+            sweep_id=row[2],
+            findings=[
+                TrackedFinding(
+                    fingerprint=mark,
+                    id=finding_id,
+                    severity=Severity(severity),
+                    title=title,
+                    subject=json.loads(subject),
+                    sections=json.loads(sections),
+                )
+                for mark, finding_id, severity, title, subject, sections in findings
+            ],
+        )
+
+    def record(self, sweep_id: str | None, host: HostRun, tracked: list[TrackedFinding]) -> None:
+        """Record one host's run and its findings, in one transaction."""
+        started = host.started or datetime.now(UTC)
+        worst = host.worst.value if host.worst is not None else None
+        changes = host.changes
+        with self._writing() as db:
+            if db is None:
+                return
+            cursor = db.execute(
+                "INSERT INTO runs (sweep_id, host, status, reason, started, finished, bundle, "
+                "worst, findings, new, resolved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sweep_id,
+                    host.name,
+                    host.status.value,
+                    host.reason,
+                    started.isoformat(),
+                    host.finished.isoformat() if host.finished else None,
+                    host.bundle,
+                    worst,
+                    len(tracked),
+                    len(changes.new) if changes is not None else None,
+                    len(changes.resolved) if changes is not None else None,
+                ),
+            )
+            db.executemany(
+                "INSERT INTO findings (run_id, fingerprint, finding_id, severity, title, subject, "
+                "sections) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        cursor.lastrowid,
+                        finding.fingerprint,
+                        finding.id,
+                        finding.severity.value,
+                        finding.title,
+                        json.dumps(finding.subject, sort_keys=True, default=str),
+                        json.dumps(finding.sections),
+                    )
+                    for finding in tracked
+                ],
+            )
+
+    def runs(self, host: str | None = None, limit: int = 50) -> list[RunRow]:
+        """The latest runs, newest first, of one host or of all."""
+        if self._connection is None:
+            return []
+        where, parameters = ("WHERE host = ?", (host,)) if host else ("", ())
+        try:
+            rows = self._connection.execute(
+                "SELECT sweep_id, host, status, reason, started, bundle, worst, findings, new, "
+                f"resolved FROM runs {where} ORDER BY started DESC, id DESC LIMIT ?",
+                (*parameters, limit),
+            ).fetchall()
+        except sqlite3.Error as error:
+            self._give_up(error)
+            return []
+        return [
+            RunRow(
+                sweep_id=row[0],
+                host=row[1],
+                status=row[2],
+                reason=row[3],
+                started=datetime.fromisoformat(row[4]),
+                bundle=row[5],
+                worst=row[6],
+                findings=row[7],
+                new=row[8],
+                resolved=row[9],
+            )
+            for row in rows
+        ]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    try:
+        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        check = connection.execute("PRAGMA quick_check").fetchone()
+        if check is None or check[0] != "ok":
+            raise sqlite3.DatabaseError(f"integrity check says: {check[0] if check else 'nothing'}")
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+        connection.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (SCHEMA_VERSION,),
+        )
+    except sqlite3.Error:
+        connection.close()
+        raise
+    return connection

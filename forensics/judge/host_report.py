@@ -1,0 +1,47 @@
+"""``HostReport``: everything known about one host after one collection; what JSON prints."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forensics.core.facts import Facts
+from forensics.core.models import (
+    CollectStatus,
+    Finding,
+    HostKeySeen,
+    SectionResult,
+    Severity,
+    Target,
+)
+from forensics.judge.timeline import TimelineEvent
+
+SCHEMA_VERSION = 1
+
+
+class HostReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    tool_version: str
+    target: Target
+    status: CollectStatus
+    status_reason: str | None = Field(default=None, description="Why not ok, in one line.")
+    started: datetime
+    finished: datetime
+    bundle: str | None = Field(default=None, description="Path of the evidence bundle.")
+    host_key: HostKeySeen | None = None
+    facts: Facts = Field(default_factory=Facts)
+    findings: list[Finding] = Field(default_factory=list, description="Worst first.")
+    sections: list[SectionResult] = Field(default_factory=list)
+    timeline: list[TimelineEvent] = Field(
+        default_factory=list, description="Everything dated, oldest first, UTC."
+    )
+
+    @property
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
+
+    def incomplete_sections(self) -> list[SectionResult]:
+        return [s for s in self.sections if s.problem() is not None]

@@ -1,0 +1,353 @@
+"""Run the composed script on a target: locally, or over ONE SSH connection and ONE exec.
+
+SSH goes through fabric (ssh_config, ProxyJump) with paramiko underneath. Two pitfalls of
+fabric 3 are handled here: it auto-adds unknown host keys and ignores
+``UserKnownHostsFile``/``StrictHostKeyChecking``, so each client (jump hosts included) gets
+our own policy and known_hosts; and it feeds stdin about a byte every 10 ms, so the script
+travels inside the exec command (base64, so any login shell, fish included, passes it on
+unchanged) instead of on stdin.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import hashlib
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+from fabric import Config, Connection
+
+from forensics.core.errors import (
+    AuthRefused,
+    HostKeyRejected,
+    Unreachable,
+    UsageError,
+)
+from forensics.core.models import HostKeySeen, Target
+from forensics.remote.host_script import Script
+
+# Linux refuses a single argv string over 128 KiB (MAX_ARG_STRLEN); keep a margin.
+MAX_COMMAND_BYTES = 120 * 1024
+READ_CHUNK = 1 << 16
+# -n: fail at once, with one line on stderr, where sudo would ask for a password.
+SUDO = ("sudo", "-n")
+
+
+@dataclass
+class RunOutcome:
+    """What one run of the script gave back, however it ended."""
+
+    stream: bytes
+    stderr: bytes
+    exit_status: int | None
+    ended_early: str | None
+    host_key: HostKeySeen | None = None
+    user: str | None = None
+    port: int | None = None
+
+
+def run(target: Target, script: Script, deadline: float) -> RunOutcome:
+    """Run ``script`` on ``target`` until it ends or ``deadline`` (a ``time.monotonic()``)."""
+    if target.is_local:
+        return run_local(script, deadline, target.sudo)
+    return run_ssh(target, script, deadline)
+
+
+def run_local(script: Script, deadline: float, sudo: bool = False) -> RunOutcome:
+    process = subprocess.Popen(
+        [*SUDO, "/bin/sh", "-c", script.text] if sudo else ["/bin/sh", "-c", script.text],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    open_fds = {out_fd, err_fd}
+    ended_early = None
+    while open_fds:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            ended_early = "the collection deadline passed"
+            os.killpg(process.pid, signal.SIGKILL)
+            break
+        ready, _, _ = select.select(list(open_fds), [], [], min(remaining, 1.0))
+        for fd in ready:
+            data = os.read(fd, READ_CHUNK)
+            if data:
+                chunks[fd].append(data)
+            else:
+                open_fds.discard(fd)
+    exit_status = process.wait()
+    process.stdout.close()
+    process.stderr.close()
+    return RunOutcome(
+        stream=b"".join(chunks[out_fd]),
+        stderr=b"".join(chunks[err_fd]),
+        exit_status=None if ended_early else exit_status,
+        ended_early=ended_early,
+        user=_local_user(),
+    )
+
+
+def _local_user() -> str | None:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return None
+
+
+def remote_command(script: Script, sudo: bool = False) -> str:
+    """The exec command: decodes the script and hands it to /bin/sh, in any login shell;
+    with ``sudo``, to ``sudo -n /bin/sh``, so the script runs as root.
+
+    >>> from forensics.remote.host_script import compose
+    >>> remote_command(compose([]), sudo=True).endswith("|base64 -d|sudo -n /bin/sh")
+    True
+    """
+    return shell_command(script.text, sudo)
+
+
+def shell_command(text: str, sudo: bool = False) -> str:
+    """An exec command that runs POSIX sh ``text`` whatever the login shell is."""
+    encoded = base64.b64encode(text.encode()).decode()
+    shell = " ".join((*SUDO, "/bin/sh")) if sudo else "/bin/sh"
+    command = f"echo {encoded}|base64 -d|{shell}"
+    if len(command) > MAX_COMMAND_BYTES:
+        raise UsageError(
+            f"the composed script is {len(command)} bytes, over the {MAX_COMMAND_BYTES} "
+            "that one SSH exec can carry; run fewer probes (--probe)"
+        )
+    return command
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH-style SHA256 fingerprint of a host key."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Strict by default; with ``accept_new`` trust on first use, saved to known_hosts."""
+
+    def __init__(self, known_hosts: Path, accept_new: bool) -> None:
+        self.known_hosts = known_hosts
+        self.accept_new = accept_new
+        self.accepted: list[tuple[str, paramiko.PKey]] = []
+
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
+        if not self.accept_new:
+            raise HostKeyRejected(
+                f"{hostname}: host key {key.get_name()} {fingerprint(key)} is not in "
+                f"{self.known_hosts}; check it, then re-run with --accept-new-host-key"
+            )
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+        with self.known_hosts.open("a") as handle:
+            handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        self.accepted.append((hostname, key))
+
+
+def _prepare_client(connection: Connection, policy: _HostKeyPolicy) -> None:
+    client = paramiko.SSHClient()
+    if policy.known_hosts.exists():
+        try:
+            client.load_host_keys(str(policy.known_hosts))
+        except (OSError, paramiko.SSHException) as error:
+            raise UsageError(f"cannot read known_hosts {policy.known_hosts}: {error}") from error
+    client.set_missing_host_key_policy(policy)
+    connection.client = client
+    gateway = connection.gateway
+    if isinstance(gateway, Connection):
+        _prepare_client(gateway, policy)
+
+
+def _connection(target: Target) -> Connection:
+    overrides: dict[str, object] = {"load_ssh_configs": True}
+    config_path = target.ssh_config
+    if config_path is None:
+        default = Path.home() / ".ssh" / "config"
+        config_path = str(default) if default.exists() else None
+    if config_path is not None and not Path(config_path).is_file():
+        raise UsageError(f"SSH config file not found: {config_path}")
+    config = Config(overrides=overrides, runtime_ssh_path=config_path)
+    if config_path is None:
+        config.load_ssh_config()
+    connect_kwargs: dict[str, object] = {
+        "banner_timeout": target.connect_timeout,
+        "auth_timeout": target.connect_timeout,
+    }
+    if target.identity:
+        if not Path(target.identity).expanduser().is_file():
+            raise UsageError(f"identity file not found: {target.identity}")
+        connect_kwargs["key_filename"] = [str(Path(target.identity).expanduser())]
+        connect_kwargs["look_for_keys"] = False
+        connect_kwargs["allow_agent"] = False
+    assert target.host is not None
+    gateway = None
+    for hop in (target.proxy_jump or "").split(","):
+        if hop.strip():
+            gateway = Connection(
+                hop.strip(),
+                config=config,
+                gateway=gateway,
+                connect_timeout=target.connect_timeout,
+                connect_kwargs=connect_kwargs,
+            )
+    return Connection(
+        target.host,
+        user=target.user,
+        port=target.port,
+        config=config,
+        gateway=gateway,
+        connect_timeout=target.connect_timeout,
+        connect_kwargs=connect_kwargs,
+    )
+
+
+def connect(target: Target) -> tuple[Connection, HostKeySeen]:
+    """Open ONE SSH connection to ``target`` under our host-key policy, or raise the
+    exception the operator can act on (unreachable, auth refused, host key rejected).
+    The caller closes the connection."""
+    connection = _connection(target)
+    known_hosts = Path(target.known_hosts or Path.home() / ".ssh" / "known_hosts").expanduser()
+    policy = _HostKeyPolicy(known_hosts, target.accept_new_host_key)
+    _prepare_client(connection, policy)
+    where = f"{connection.user}@{connection.host}:{connection.port}"
+    try:
+        connection.open()
+    except HostKeyRejected:
+        raise
+    except paramiko.BadHostKeyException as error:
+        raise HostKeyRejected(
+            f"{where}: HOST KEY CHANGED: it presented {fingerprint(error.key)}, "
+            f"{known_hosts} expects {fingerprint(error.expected_key)}; someone may be "
+            "intercepting, or the host was rebuilt: verify, then remove the old line "
+            f"(ssh-keygen -R '[{connection.host}]:{connection.port}' -f {known_hosts})"
+        ) from error
+    except paramiko.AuthenticationException as error:
+        raise AuthRefused(
+            f"{where}: authentication refused ({error}); check --user and --identity"
+        ) from error
+    except paramiko.ssh_exception.NoValidConnectionsError as error:
+        raise Unreachable(f"{where}: {_refusal(error)}") from error
+    except socket.gaierror as error:
+        raise Unreachable(
+            f"{where}: cannot resolve host name ({error.strerror}); check the name or "
+            "the SSH config alias"
+        ) from error
+    except TimeoutError as error:
+        raise Unreachable(
+            f"{where}: no answer within {target.connect_timeout:g}s; "
+            "check the address and port, or raise --connect-timeout"
+        ) from error
+    except (OSError, paramiko.SSHException, EOFError) as error:
+        raise Unreachable(f"{where}: cannot connect: {_reason(error)}") from error
+    transport = connection.transport
+    assert transport is not None
+    key = transport.get_remote_server_key()
+    host_key = HostKeySeen(
+        key_type=key.get_name(),
+        sha256_fingerprint=fingerprint(key),
+        trust="accepted_new" if policy.accepted else "known_hosts",
+    )
+    return connection, host_key
+
+
+def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
+    command = remote_command(script, target.sudo)
+    connection, host_key = connect(target)
+    try:
+        transport = connection.transport
+        assert transport is not None
+        outcome = _exec(transport, command, deadline)
+        outcome.host_key = host_key
+        outcome.user = connection.user
+        outcome.port = connection.port
+        return outcome
+    finally:
+        connection.close()
+
+
+def _refusal(error: paramiko.ssh_exception.NoValidConnectionsError) -> str:
+    causes = {getattr(cause, "errno", None) for cause in error.errors.values()}
+    if causes == {errno.ECONNREFUSED}:
+        return "connection refused: nothing listens on that port (is sshd up? right --port?)"
+    if causes & {errno.EHOSTUNREACH, errno.ENETUNREACH}:
+        return "no route to host: the address is not reachable from here"
+    return f"cannot connect: {_reason(error)}"
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+def _exec(transport: paramiko.Transport, command: str, deadline: float) -> RunOutcome:
+    channel = transport.open_session()
+    channel.exec_command(command)
+    stdout: list[bytes] = []
+    stderr: list[bytes] = []
+    ended_early = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            ended_early = "the collection deadline passed"
+            break
+        ready, _, _ = select.select([channel], [], [], min(remaining, 1.0))
+        if not ready:
+            if not transport.is_active():
+                ended_early = "the SSH connection dropped"
+                break
+            continue
+        progressed = False
+        while channel.recv_stderr_ready():
+            stderr.append(channel.recv_stderr(READ_CHUNK))
+            progressed = True
+        if channel.recv_ready():
+            data = channel.recv(READ_CHUNK)
+            if data:
+                stdout.append(data)
+                continue
+        if channel.eof_received and not channel.recv_ready() and not progressed:
+            break
+        if channel.closed:
+            break
+    exit_status: int | None = None
+    if ended_early is None:
+        while channel.recv_stderr_ready():
+            stderr.append(channel.recv_stderr(READ_CHUNK))
+        if channel.exit_status_ready() or _wait_status(channel, deadline):
+            exit_status = channel.recv_exit_status()
+        if exit_status == -1:
+            exit_status = None
+            ended_early = "the SSH session ended without an exit status"
+    channel.close()
+    return RunOutcome(
+        stream=b"".join(stdout),
+        stderr=b"".join(stderr),
+        exit_status=exit_status,
+        ended_early=ended_early,
+    )
+
+
+def _wait_status(channel: paramiko.Channel, deadline: float) -> bool:
+    until = min(deadline, time.monotonic() + 5)
+    while time.monotonic() < until:
+        if channel.exit_status_ready():
+            return True
+        time.sleep(0.02)
+    return False

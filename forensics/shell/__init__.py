@@ -1,0 +1,1 @@
+"""Reading wrapper scripts: a tolerant shell reader, the masking rules, ShellCheck, lint."""

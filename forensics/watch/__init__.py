@@ -1,0 +1,1 @@
+"""Watching memory move: the sampling loop on the host, conditions and trends."""
