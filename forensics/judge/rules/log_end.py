@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from forensics.core.durations import describe_duration
 from forensics.core.facts import Facts
+from forensics.core.focus import FocusProcess
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.judge.timeline import ENDINGS, TimelineEvent, host_events
-from forensics.probes.focus_pids import FocusProcess
 from forensics.probes.logs import SECTION, LogFile
 
 SMALL_LOG_BYTES = 64 * 1024
