@@ -74,7 +74,7 @@ _want 2 root /
 _cg /proc/1/cgroup pid1; _both pid1
 _cg /proc/self/cgroup self; _both self
 if [ -n "$focus_most" ]; then
-  # shellcheck source=../forensics/remote/focus.sh
+  # shellcheck source=focus.sh
   . ./focus.sh
   _fx_focus "$focus_most"
   if [ -n "$_fx_fe" ]; then echo "focus_error $_fx_fe"; fi

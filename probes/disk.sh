@@ -8,6 +8,7 @@ _dk_seen='|'; _dk_noi=
 _dk() {
   printf '@ path %s %s\n' "$1" "$2"
   _d=$3
+  # shellcheck disable=SC2088 # the operator's ~ is expanded here
   case $_d in '~') _d=$HOME ;; '~/'*) _d=$HOME/${_d#??} ;; esac
   case $_d in /*) ;; *) _d=/ ;; esac
   while [ ! -d "$_d" ]; do _d=${_d%/*}; [ -n "$_d" ] || _d=/; done
@@ -28,7 +29,7 @@ while read -r _why _path; do [ -z "$_why" ] || _dk "$_why" "$_path" "$_path"; do
 $paths
 _FX_PATHS_
 if [ -n "$focus_most" ]; then
-  # shellcheck source=../forensics/remote/focus.sh
+  # shellcheck source=focus.sh
   . ./focus.sh
   _fx_focus "$focus_most"
   for _p in $_fx_fp; do

@@ -59,7 +59,7 @@ _lg_expect() {
 
 _fx_fp=
 if [ -n "$focus_most" ]; then
-  # shellcheck source=../forensics/remote/focus.sh
+  # shellcheck source=focus.sh
   . ./focus.sh
   _fx_focus "$focus_most"
   for _p in $_fx_fp; do

@@ -14,6 +14,7 @@ echo "clock_ticks $(getconf CLK_TCK 2>/dev/null)"
 echo "page_size $(getconf PAGESIZE 2>/dev/null)"
 while read -r k v _; do if [ "$k" = btime ]; then echo "btime $v"; fi; done </proc/stat
 echo "self $$"
+# shellcheck disable=SC2086 # /proc paths, split on purpose: one head per batch
 _dump() {
   a=; n=0
   for d in /proc/[0-9]*; do

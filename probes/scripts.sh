@@ -11,6 +11,7 @@ _stat() {
   st=; pp=; cm=; _l=
   read -r _l 2>/dev/null <"/proc/$1/stat" || [ -n "$_l" ] || return 1
   cm=${_l#*(}; cm=${cm%)*}
+  # shellcheck disable=SC2086 # the fields after the name: numbers and a state letter
   set -- ${_l##*) }
   st=$1; pp=$2
 }
@@ -47,7 +48,7 @@ done
 echo "zombies $nz"
 fm=' '
 if [ -n "$focus_most" ]; then
-  # shellcheck source=../forensics/remote/focus.sh
+  # shellcheck source=focus.sh
   . ./focus.sh
   _fx_focus "$focus_most"
   if [ -n "$_fx_fe" ]; then _field focus_error "$_fx_fe"; fi
@@ -93,7 +94,7 @@ for p in $cand; do
       --rcfile|--init-file) skip=1 ;;
       --*) ;;
       -) break ;;
-      -*c*) mode=command; break ;;
+      -*c*) mode='command'; break ;;
       -*s*) break ;;
       [-+]*[oO]*) skip=1 ;;
       [-+]?*) ;;

@@ -82,7 +82,14 @@ def compose(
         f"_fx_sec {s.name} {_seconds(s.timeout_s)} {s.max_bytes} {shell_quote(s.shell)}"
         for s in sections
     ]
-    text = preamble + shell_file("forensics.remote", "host_script.sh") + "\n".join(calls) + "\n"
+    # The sections and focus.sh travel as single-quoted text, expanded when they run.
+    text = (
+        "# shellcheck disable=SC2016\n"
+        + preamble
+        + shell_file("forensics.remote", "host_script.sh")
+        + "\n".join(calls)
+        + "\n"
+    )
     return Script(text=text, nonce=nonce, sections=tuple(sections))
 
 
