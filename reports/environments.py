@@ -89,6 +89,25 @@ def markdown_environment() -> Environment:
     return _common(environment)
 
 
+def _text_finalize(value: Any) -> Any:
+    return inert(value) if isinstance(value, str) else value
+
+
+@functools.cache
+def text_environment() -> Environment:
+    """Plain text for a terminal: nothing to escape but control characters, which
+    ``inert`` makes visible so that host text cannot move the cursor or set a title."""
+    environment = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=False,
+        finalize=_text_finalize,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return _common(environment)
+
+
 @functools.cache
 def html_environment() -> Environment:
     environment = Environment(

@@ -11,10 +11,11 @@ from rich.text import Text
 
 from forensics.fleet.report import NOT_COLLECTED
 from forensics.judge.host_report import HostReport
+from forensics.reports.environments import text_environment
 from forensics.reports.escaping import inert
 from forensics.reports.fleet import FleetSummary
 from forensics.reports.headline import headline
-from forensics.reports.process_tree import tree_lines
+from forensics.reports.topics import topics
 
 _STYLE = {
     "critical": "bold red",
@@ -60,13 +61,11 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
         for finding in report.findings:
             if finding.next_steps:
                 console.print(Text(f"{finding.id}: next: {inert(finding.next_steps[0])}"))
-    processes = report.facts.processes
-    if processes is not None:
-        for tree in processes.trees:
-            why = ", ".join(tree.why)
-            console.print(Text(f"process tree ({why} {tree.subject}):", style="bold"))
-            for line in tree_lines(processes, tree):
-                console.print(Text(line.text))
+    for topic in topics(report, "txt"):
+        partial = text_environment().get_template(f"partials/{topic}.txt.j2")
+        section = partial.render(facts=getattr(report.facts, topic)).rstrip("\n")
+        if section:
+            console.print(Text(section))
     _print_timeline(console, report)
     if report.bundle:
         console.print(Text(f"bundle: {inert(report.bundle)}"))
