@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from forensics.core.facts import Facts
+from forensics.core.models import Finding, Severity, Target
+from forensics.judge.host_report import HostReport
 from forensics.probes import PROBES
+from forensics.reports import Format, render_host
 from forensics.reports.topics import PARTIALS
 from tests.conftest import run_cli
 from tests.gpu_shim import shim_directory
-from tests.rendered import assert_inert_page, markdown_headings, markdown_table, parse_html
+from tests.rendered import (
+    assert_inert_page,
+    markdown_headings,
+    markdown_inline_kinds,
+    markdown_table,
+    parse_html,
+)
 
 FORMATS = ("md", "html", "txt")
 
@@ -94,3 +104,53 @@ def test_terminal_report_lists_each_probe(gpu_host_bundle: Path) -> None:
         assert heading in result.stdout.splitlines(), heading
     assert "NVIDIA H100 80GB HBM3" in result.stdout
     assert "\x1b" not in result.stdout
+
+
+def _report_with_one_finding() -> HostReport:
+    now = datetime(2026, 12, 1, 12, 11, 19, tzinfo=UTC)
+    finding = Finding(
+        id="oom.killed",
+        severity=Severity.critical,
+        title="cuzk (pid 4242) was OOM-killed",
+        explanation="The kernel killed it.",
+        next_steps=[
+            "Read the whole OOM report: `dmesg | grep -B 40 'Killed process 4242 '`",
+            "Compare `memory.max` with `memory.peak` before restarting the daemon",
+            "`forensics watch gpu-a --every 2s`",
+        ],
+        subject={
+            "pid": 4242,
+            "in_question": True,
+            "monotonic_s": 706.5,
+            "memcg_oom_kill": None,
+            "time": "2026-12-01T12:11:19Z",
+            "rss_kb": 72304,
+        },
+    )
+    return HostReport(
+        tool_version="0", target=Target(name="gpu-a"), status="ok", started=now,
+        finished=now, findings=[finding],
+    )  # fmt: skip
+
+
+def test_next_steps_show_commands_as_code_and_subjects_in_words() -> None:
+    report = _report_with_one_finding()
+    markdown = render_host(report, Format.md)
+    kinds = markdown_inline_kinds(markdown)
+    assert "code_inline" in kinds
+    assert "\\`" not in markdown, "a command shown as escaped backticks"
+    assert "```sh\n   dmesg | grep -B 40 'Killed process 4242 '\n   ```" in markdown
+    assert "`memory.max`" in markdown and "`memory.peak`" in markdown
+    for raw in ("None", "True", "False", "monotonic", "2026-12-01T12:11:19Z", "rss_kb"):
+        assert raw not in markdown, raw
+    assert "in question: yes" in markdown and "2026-12-01 12:11:19 UTC" in markdown
+    assert "rss: 70.6 MiB" in markdown
+    html = render_host(report, Format.html)
+    page = parse_html(html)
+    assert_inert_page(page)
+    codes = [attrs for tag, attrs in page.tags if tag == "code"]
+    assert len(codes) >= 4
+    assert "`" not in page.visible_text.split("Next steps", 1)[1].split("Timeline", 1)[0]
+    for raw in ("None", "True", "monotonic"):
+        assert raw not in page.visible_text, raw
+    assert "oom.<wbr>killed" in html
