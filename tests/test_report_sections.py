@@ -154,3 +154,10 @@ def test_next_steps_show_commands_as_code_and_subjects_in_words() -> None:
     for raw in ("None", "True", "monotonic"):
         assert raw not in page.visible_text, raw
     assert "oom.<wbr>killed" in html
+
+
+def test_a_path_that_does_not_exist_is_named_as_such(tmp_path: Path) -> None:
+    for command in ("analyze", "report"):
+        result = run_cli(command, str(tmp_path / "nowhere"))
+        assert result.exit_code == 2
+        assert "does not exist" in result.stderr and result.stderr.count("\n") == 1
