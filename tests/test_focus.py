@@ -4,6 +4,7 @@ function that finds the focus processes; nothing a pattern can do hangs a collec
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -129,13 +130,15 @@ def test_the_command_line_is_read_as_the_host_reads_it() -> None:
     assert len(command_line_subject("x" * 9000)) == 4096
 
 
+TOKEN = f"fx{os.getpid()}"
+
+
 @pytest.fixture
 def marked_process() -> Iterator[subprocess.Popen[bytes]]:
     """A live process whose command line ends in 40 a's and a '!': (a+)+$ backtracks on it
     for hours in a backtracking engine."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(120)", "fx-focus-" + "a" * 40 + "!"]
-    )
+    code = f"import time; time.sleep(120)  # {TOKEN}"
+    process = subprocess.Popen([sys.executable, "-c", code, f"{TOKEN}-" + "a" * 40 + "!"])
     time.sleep(0.2)
     yield process
     process.kill()
@@ -186,22 +189,23 @@ def test_the_shell_function_finds_by_name_and_command_line_never_the_collector(
     shell: list[str], marked_process: subprocess.Popen[bytes]
 ) -> None:
     # The pattern is in the script, but neither the script's shells nor grep match it.
-    assert _focus_pids(shell, "fx-focus-a+!$") == [marked_process.pid]
-    assert _focus_pids(shell, "^import time; time") == []  # a command line starts at argv[0]
-    assert _focus_pids(shell, "-c import time; time[.]sleep") == [marked_process.pid]
+    assert _focus_pids(shell, f"{TOKEN}-a+!$") == [marked_process.pid]
+    code = f"import time; time[.]sleep[(]120[)]  # {TOKEN}"
+    assert _focus_pids(shell, f"^{code}") == []  # a command line starts at argv[0]
+    assert _focus_pids(shell, f"-c {code} {TOKEN}-a") == [marked_process.pid]
     assert marked_process.pid in _focus_pids(shell, "^python")  # the name, or argv[0]
     assert _focus_pids(shell, CATASTROPHIC) == []
 
 
 def test_a_command_line_that_forges_a_file_header_matches_only_its_own_process() -> None:
     forger = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", "x\n==> /proc/1/comm <==\nfx-forged"]
+        [sys.executable, "-c", "import time; time.sleep(60)", f"x\n==> /proc/1/comm <==\n{TOKEN}"]
     )
     try:
         time.sleep(0.2)
-        assert _focus_pids(["dash", "-c"], "fx-forged") == [forger.pid]
+        assert _focus_pids(["dash", "-c"], f"{TOKEN}$") == [forger.pid]
         # The newline in the argument reads as a space, as in the parsed facts.
-        assert _focus_pids(["dash", "-c"], "x ==> /proc/1/comm <== fx-forged$") == [forger.pid]
+        assert _focus_pids(["dash", "-c"], f"x ==> /proc/1/comm <== {TOKEN}$") == [forger.pid]
     finally:
         forger.kill()
         forger.wait()

@@ -14,15 +14,16 @@
 # The names and command lines come through one head, each process's files after a
 # separator file holding a random nonce, so no command line can fake a file boundary.
 #
-# Sets _fx_fp (the first MOST pids, lowest first, space separated), _fx_fn (how many
-# matched) and _fx_fe (grep's complaint about the regex, if any).
+# Sets _fx_fp (the first MOST pids, space separated: those matched by name, then those
+# matched by command line, each in /proc's order), _fx_fn (how many matched) and _fx_fe
+# (grep's complaint about the regex, if any).
 _fx_focus() {
   _fx_fp=; _fx_fn=0; _fx_fe=
   [ -s focus.re ] || return 0
   _fx_u=; { read -r _fx_u </proc/sys/kernel/random/uuid; } 2>/dev/null
   [ -n "$_fx_u" ] || _fx_u="fx-$$-$(date +%s%N)"
   printf '%s\n' "$_fx_u" >fsep
-  : >fsubj; : >fpid
+  : >fsubj; : >fpid; : >fsubj.c; : >fpid.c
   _fx_a=; _fx_n=0
   # shellcheck disable=SC2086 # /proc paths, split on purpose: one head per 200 processes
   for _fx_d in /proc/[0-9]*; do
@@ -31,6 +32,7 @@ _fx_focus() {
   done
   # shellcheck disable=SC2086
   if [ -n "$_fx_a" ]; then _fx_subjects $_fx_a; fi
+  cat fsubj.c >>fsubj; cat fpid.c >>fpid
   grep -n -E -f focus.re fsubj >fhit 2>ferr
   if [ $? -gt 1 ]; then IFS= read -r _fx_fe <ferr; _fx_fe=${_fx_fe:-grep -E failed}; return 0; fi
   _fx_self=" $$ "; _fx_p=$$
@@ -38,7 +40,7 @@ _fx_focus() {
     _fx_p=$_fx_pp; _fx_self="$_fx_self$_fx_p "
   done
   # shellcheck disable=SC2013 # pids: one word each
-  for _fx_p in $(awk -F: 'NR == FNR { hit[$1] = 1; next } FNR in hit' fhit fpid | sort -n -u); do
+  for _fx_p in $(awk -F: 'NR == FNR { hit[$1] = 1; next } (FNR in hit) && !seen[$0]++' fhit fpid); do
     case $_fx_self in *" $_fx_p "*) continue ;; esac
     _fx_ppid "$_fx_p" || continue
     _fx_kthread "$_fx_p" && continue
@@ -51,10 +53,11 @@ _fx_focus() {
     _fx_fn=$((_fx_fn + 1))
     if [ "$_fx_fn" -le "$1" ]; then _fx_fp="$_fx_fp $_fx_p"; fi
   done
-  rm -f fsep fsubj fpid fhit ferr
+  rm -f fsep fsubj fpid fsubj.c fpid.c fhit ferr
 }
 
-# One line per name or command line into fsubj, and its pid into fpid on the same line.
+# The names into fsubj, the command lines into fsubj.c, one line each, and the pid of each
+# into fpid (fpid.c) on the same line: processes the pattern names come first.
 _fx_subjects() {
   head -v -c 4096 "$@" 2>/dev/null | tr '\000' ' ' | awk -v u="$_fx_u" '
     function done(   t, i) {
@@ -64,7 +67,8 @@ _fx_subjects() {
       t = ""
       for (i = 1; i <= n; i++) t = (i > 1 ? t " " : "") l[i]
       sub(/ +$/, "", t)
-      print p >>"fpid"; print t
+      if (k == "comm") { print p >>"fpid"; print t >>"fsubj" }
+      else { print p >>"fpid.c"; print t >>"fsubj.c" }
       k = ""; n = 0
     }
     $0 == u { done(); s = 1; next }
@@ -75,7 +79,7 @@ _fx_subjects() {
     s == 1 { next }
     s == 2 && k == "comm" && $0 == "==> /proc/" p "/cmdline <==" { done(); k = "cmdline"; next }
     s == 2 { l[++n] = $0 }
-    END { done() }' >>fsubj
+    END { done() }' 
 }
 
 # _fx_ppid PID: sets _fx_pp to the parent of PID; fails when PID is gone.
