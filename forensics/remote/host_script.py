@@ -13,6 +13,11 @@ The reader takes exactly the announced number of bytes, so no output of the host
 or split a boundary, whatever it prints; the per-run nonce keeps the reader from mistaking
 host output for framing when it resynchronises. ``t0``/``t1`` are /proc/uptime readings
 (read with the shell's builtin ``read``: no process) from which the duration follows.
+
+The shell itself lives in ``.sh`` files: ``host_script.sh`` (the prelude: private directory,
+traps, ``_fx_sec``), ``focus.sh`` (``_fx_focus``, written into the private directory when
+there is a ``--focus``) and each probe's ``probes/<name>.sh``. Their inputs come from a
+preamble of ``name='value'`` lines (``assignments``); no text is substituted inside them.
 """
 
 from __future__ import annotations
