@@ -835,4 +835,10 @@ def _flag(text: str | None) -> bool | None:
     return None if value is None else value != 0
 
 
-PROBE = Probe(name="cgroup", sections=sections, facts_model=CgroupFacts, parse=parse)
+PROBE = Probe(
+    name="cgroup",
+    sections=sections,
+    facts_model=CgroupFacts,
+    parse=parse,
+    rules_module="forensics.probes.cgroup_rules",
+)

@@ -495,4 +495,10 @@ def _flag(text: str | None) -> bool | None:
     return None if value is None else value != 0
 
 
-PROBE = Probe(name="kernel_log", sections=sections, facts_model=KernelLogFacts, parse=parse)
+PROBE = Probe(
+    name="kernel_log",
+    sections=sections,
+    facts_model=KernelLogFacts,
+    parse=parse,
+    rules_module="forensics.probes.kernel_log_rules",
+)

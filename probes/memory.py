@@ -188,4 +188,10 @@ def _read_meminfo(facts: MemoryFacts, meminfo: DumpedFile) -> None:
         )
 
 
-PROBE = Probe(name="memory", sections=sections, facts_model=MemoryFacts, parse=parse)
+PROBE = Probe(
+    name="memory",
+    sections=sections,
+    facts_model=MemoryFacts,
+    parse=parse,
+    rules_module="forensics.probes.memory_rules",
+)

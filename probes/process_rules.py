@@ -11,13 +11,9 @@ The three kinds of zombie are told apart because each has a different cure:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
-
-if TYPE_CHECKING:
-    from forensics.probes.processes import ProcessEntry, ProcessesFacts, ThreadState
+from forensics.probes.processes import ProcessEntry, ProcessesFacts, ThreadState
 
 SECTION = "processes"
 MAX_ZOMBIE_FINDINGS = 10

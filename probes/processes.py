@@ -53,7 +53,6 @@ from pydantic import BaseModel, Field
 from forensics.core.models import CollectOptions, SectionSpec
 from forensics.core.probe import Captures, Probe, unavailable_reason
 from forensics.core.redaction import redact, redact_argv
-from forensics.probes.process_rules import rules
 from forensics.probes.system import KNOWN_INITS
 
 SECTION = "processes"
@@ -829,5 +828,5 @@ PROBE = Probe(
     sections=sections,
     facts_model=ProcessesFacts,
     parse=parse,
-    rules=rules,
+    rules_module="forensics.probes.process_rules",
 )

@@ -65,8 +65,9 @@ from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionS
 from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
 from forensics.core.redaction import redact
 from forensics.remote.host_script import shell_quote
-from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
+from forensics.shell.lint import ScriptLint, TextShape, describe_text
 from forensics.shell.masking import MaskingAnalysis, find_masking
+from forensics.shell.shellcheck import ShellCheckRun, run_shellcheck
 
 SECTION = "scripts"
 MAX_SCRIPTS = 6
@@ -269,6 +270,9 @@ class ScriptFile(BaseModel):
     )
     shape: TextShape | None = None
     analysis: MaskingAnalysis | None = None
+    shellcheck: ShellCheckRun | None = Field(
+        default=None, description="What ShellCheck said, run on this machine at analysis time."
+    )
     unavailable: str | None = Field(default=None, description="Why it could not be read.")
 
 
@@ -501,15 +505,24 @@ def _analyse(script: ScriptFile, options: CollectOptions) -> None:
     )
 
 
+def examine(facts: ScriptFacts) -> ScriptFacts:
+    """Run ShellCheck on this machine over every script read (never on the host); what it
+    says becomes the script's ``shellcheck`` fact, for the rules to read."""
+    for script in facts.scripts:
+        if script.content is not None and script.analysis is not None:
+            script.shellcheck = run_shellcheck(script.content, script.analysis.dialect)
+    return facts
+
+
 def rules(facts: ScriptFacts, context: RuleContext) -> list[Finding]:
-    """``script.exit_status_masked`` per script with masking, ``script.lint`` for the rest;
-    ShellCheck runs here (an analysis step, not parsing)."""
+    """``script.exit_status_masked`` per script with masking, ``script.lint`` for the rest."""
     findings: list[Finding] = []
     for script in facts.scripts:
         if script.content is None or script.analysis is None:
             findings.append(_unreadable(script))
             continue
-        checked = lint(script.content, script.analysis)
+        shellcheck = script.shellcheck or ShellCheckRun(problem="ShellCheck was not run")
+        checked = ScriptLint(masking=script.analysis, shellcheck=shellcheck)
         if script.analysis.issues:
             findings.append(_masked(script, checked, facts))
         lint_finding = _lint(script, checked)
@@ -702,4 +715,11 @@ def _unreadable(script: ScriptFile) -> Finding:
     )
 
 
-PROBE = Probe(name="scripts", sections=sections, facts_model=ScriptFacts, parse=parse, rules=rules)
+PROBE = Probe(
+    name="scripts",
+    sections=sections,
+    facts_model=ScriptFacts,
+    parse=parse,
+    rules=rules,
+    examine=examine,
+)

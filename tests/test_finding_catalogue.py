@@ -33,7 +33,9 @@ def _severity_names(node: ast.expr) -> tuple[str, ...]:
     return tuple(
         n.attr
         for n in ast.walk(node)
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "Severity"
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "Severity"
     )
 
 

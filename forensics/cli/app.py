@@ -62,9 +62,7 @@ def _exit_status(report: HostReport, fail_on: Severity | None) -> ExitStatus:
         return ExitStatus.ok
     worst = report.worst
     return (
-        ExitStatus.findings
-        if worst is not None and worst.rank >= fail_on.rank
-        else ExitStatus.ok
+        ExitStatus.findings if worst is not None and worst.rank >= fail_on.rank else ExitStatus.ok
     )
 
 

@@ -33,7 +33,6 @@ from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
 
 
-
 def warn(message: str) -> None:
     sys.stderr.write(f"forensics: warning: {message}\n")
 
@@ -49,7 +48,9 @@ def _duration(option: str, value: str, positive: bool = True) -> float:
     return seconds
 
 
-def exit_status(report: FleetReport, fail_on: Severity | None, allow_unreachable: int) -> ExitStatus:
+def exit_status(
+    report: FleetReport, fail_on: Severity | None, allow_unreachable: int
+) -> ExitStatus:
     """130/143 when a signal stopped it; 3 when more hosts than allowed were not collected;
     1 when a collected host has a finding at or above ``fail_on``; else 0."""
     if report.interrupted_by is not None:

@@ -1,12 +1,17 @@
 """The contract every probe in ``probes/`` fulfils.
 
 A probe declares the sections it runs on the host, turns their raw text into pydantic facts
-with a pure ``parse``, and may judge its own facts with ``rules``. Judgements that need
-several probes' facts live in ``forensics/judge/rules/``.
+with a pure ``parse``, and may judge its own facts with ``rules``, either beside the parser
+or, when they need room, in ``probes/<name>_rules.py``, which the probe names by
+``rules_module`` (that module imports the probe, never the other way, so no import loop).
+Work that runs a local program on the facts (ShellCheck) is ``examine``: it runs at
+analysis time, after ``parse``, and its results are facts, so that rules stay pure.
+Judgements that need several probes' facts live in ``forensics/judge/rules/``.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,16 +58,31 @@ def _no_rules(facts: BaseModel, context: RuleContext) -> list[Finding]:
     return []
 
 
+def _as_parsed(facts: FactsT) -> FactsT:
+    return facts
+
+
 @dataclass(frozen=True)
 class Probe(Generic[FactsT]):
     """A probe: what it runs (``sections``), how it reads it (``parse``, pure), and the
-    findings its own facts support (``rules``, pure)."""
+    findings its own facts support (``rules``, pure; or ``rules_module``'s ``rules``)."""
 
     name: str
     sections: Callable[[CollectOptions], list[SectionSpec]]
     facts_model: type[FactsT]
     parse: Callable[[Captures, CollectOptions], FactsT]
     rules: Callable[[FactsT, RuleContext], list[Finding]] = field(default=_no_rules)
+    rules_module: str | None = None
+    examine: Callable[[FactsT], FactsT] = field(default=_as_parsed)
+
+    def judge(self, facts: FactsT, context: RuleContext) -> list[Finding]:
+        """Every finding of this probe's own rules on ``facts``."""
+        findings = self.rules(facts, context)
+        if self.rules_module is not None:
+            module = importlib.import_module(self.rules_module)
+            module_rules: Callable[[FactsT, RuleContext], list[Finding]] = module.rules
+            findings = findings + module_rules(facts, context)
+        return findings
 
 
 def unavailable_reason(captures: Captures, section: str) -> str | None:

@@ -99,8 +99,10 @@ _ENTRIES = (
         meaning="No: the kernel log was read whole, reaches back to boot (or to the start of "
         "the focus processes), shows no OOM kill of the process in question, and the OOM "
         "counters count no kill the log does not show.",
-        next_steps=("Look elsewhere for the cause: the process's exit status, its logs, "
-                    "kernel.segfault and gpu.* findings.",),  # fmt: skip
+        next_steps=(
+            "Look elsewhere for the cause: the process's exit status, its logs, "
+            "kernel.segfault and gpu.* findings.",
+        ),
         raised_by="forensics.judge.rules.oom",
     ),
     FindingKind(
@@ -334,7 +336,7 @@ _ENTRIES = (
             "cat /proc/pressure/memory (or the cgroup's memory.pressure) again to see the trend.",
             "Free memory or move work elsewhere; reclaim is stalling tasks.",
         ),
-        raised_by="forensics.probes.memory",
+        raised_by="forensics.probes.memory_rules",
     ),
     FindingKind(
         id="memory.available_low",
@@ -346,7 +348,7 @@ _ENTRIES = (
             "See who uses it: ps -eo pid,rss,args --sort=-rss | head",
             "Check pinned memory (memory.locked_large) and the page cache.",
         ),
-        raised_by="forensics.probes.memory",
+        raised_by="forensics.probes.memory_rules",
     ),
     FindingKind(
         id="memory.locked_large",
@@ -359,7 +361,7 @@ _ENTRIES = (
             "Find who pins it: grep -H VmLck /proc/[0-9]*/status | sort -k2 -n | tail",
             "After killing its owner, measure the drain: forensics watch HOST",
         ),
-        raised_by="forensics.probes.memory",
+        raised_by="forensics.probes.memory_rules",
     ),
     FindingKind(
         id="log.expected_missing",
@@ -392,9 +394,7 @@ _ENTRIES = (
         meaning="A log has lines matching panic, Traceback, CUDA error, out of memory, "
         "std::bad_alloc, Killed, segfault, fatal or error: the count and the first and last "
         "matches.",
-        next_steps=(
-            "Read the lines around the first match: grep -n -m1 -B5 -A20 PATTERN LOG",
-        ),
+        next_steps=("Read the lines around the first match: grep -n -m1 -B5 -A20 PATTERN LOG",),
         raised_by="forensics.probes.logs",
     ),
     FindingKind(

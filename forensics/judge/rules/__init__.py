@@ -7,15 +7,13 @@ from collections.abc import Callable
 from forensics.core.facts import Facts
 from forensics.core.models import Finding
 from forensics.core.probe import RuleContext
-from forensics.judge.rules import collection, gpu_errors, headroom, kernel, log_end, oom
+from forensics.judge.rules import collection, gpu_errors, log_end, oom
 
 Rule = Callable[[Facts, RuleContext], list[Finding]]
 
 CROSS_RULES: tuple[Rule, ...] = (
     collection.section_problems,
     oom.oom_verdict,
-    kernel.kernel_events,
     gpu_errors.gpu_errors,
-    headroom.memory_headroom,
     log_end.log_ended_early,
 )
