@@ -44,9 +44,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
 from forensics.core.pressure import Pressure, parse_pressure
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.remote.file_dump import DumpedFile, dumped_files
 from forensics.remote.host_script import shell_quote
 
@@ -310,7 +311,7 @@ class CgroupCounters(BaseModel):
         return self.effective_limit_bytes is not None and self.effective_limit_cgroup is None
 
 
-class CgroupFacts(BaseModel):
+class CgroupFacts(ProbeFacts):
     layout: Literal["v1", "v2", "hybrid", "none"] | None = Field(
         default=None,
         description="From the files present: v1 memory files, a v2 root (cgroup.controllers) "
@@ -351,7 +352,6 @@ class CgroupFacts(BaseModel):
         default=None, description="Kernel-wide OOM kills since boot (/proc/vmstat)."
     )
     vmstat_evidence: EvidenceRef | None = None
-    unavailable: str | None = None
 
     def counted_oom_kills(self) -> int | None:
         """OOM kills counted by the cgroups we looked at (their largest counter), or None.
@@ -444,9 +444,8 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     >>> job.oom_kill_evidence.first_line, job.working_set_bytes, job.effective_limit_cgroup
     (20, 1027604480, '/job')
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return CgroupFacts(unavailable=reason, focus_pattern=options.focus)
     facts = CgroupFacts(focus_pattern=options.focus)
     listing = _Listing()
@@ -792,11 +791,11 @@ def _file_ref(dumped: DumpedFile, index: int, last_index: int | None = None) -> 
     lines = dumped.content.splitlines() or [""]
     last = min(last_index if last_index is not None else index, len(lines) - 1)
     index = min(index, last)
-    return EvidenceRef(
-        section=SECTION,
-        first_line=dumped.line_of(index),
+    return cite(
+        SECTION,
+        dumped.line_of(index),
+        "\n".join(lines[index : last + 1])[:300],
         last_line=dumped.line_of(last),
-        excerpt="\n".join(lines[index : last + 1])[:300],
     )
 
 
@@ -805,16 +804,16 @@ def _single_ref(dumped: DumpedFile, path: str) -> EvidenceRef:
     does not say what it is."""
     header = dumped.first_line - 1
     value = (dumped.content.splitlines() or [""])[0]
-    return EvidenceRef(
-        section=SECTION,
-        first_line=max(header, 1),
+    return cite(
+        SECTION,
+        max(header, 1),
+        f"==> {path} <==\n{value}" if header >= 1 else value,
         last_line=dumped.first_line,
-        excerpt=f"==> {path} <==\n{value}" if header >= 1 else value,
     )
 
 
 def _ref(number: int, line: str) -> EvidenceRef:
-    return EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line)
+    return cite(SECTION, number, line)
 
 
 def _number(dumped: DumpedFile | None) -> int | None:

@@ -31,8 +31,15 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.evidence import cite
+from forensics.core.models import CollectOptions, Finding, SectionSpec, Severity
+from forensics.core.probe import (
+    Captures,
+    Probe,
+    ProbeFacts,
+    RuleContext,
+    open_section,
+)
 
 SECTION = "gpu"
 MAIN_FIELDS = (
@@ -133,7 +140,7 @@ class SmiRun(BaseModel):
     message: str | None = Field(default=None, description="Its non-CSV text, if any.")
 
 
-class GpuFacts(BaseModel):
+class GpuFacts(ProbeFacts):
     smi_present: bool | None = Field(default=None, description="None when not known.")
     host_clock: datetime | None = Field(default=None, description="When the queries began.")
     gpus: list[Gpu] = Field(default_factory=list)
@@ -147,7 +154,6 @@ class GpuFacts(BaseModel):
     )
     failure_message: str | None = None
     failure_run: SmiRun | None = None
-    unavailable: str | None = None
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
@@ -185,9 +191,8 @@ def parse(captures: Captures, options: CollectOptions) -> GpuFacts:
     >>> a.gpu_uuid, a.pid, a.process_name, a.used_memory_mib, facts.apps_known, facts.failure
     ('GPU-5a1c', 2151960, None, 55310, True, None)
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return GpuFacts(unavailable=reason)
     facts = GpuFacts()
     runs: dict[str, tuple[SmiRun, list[tuple[int, str]]]] = {}
@@ -418,11 +423,10 @@ def _held(gpu: Gpu) -> Finding:
         ],
         subject={"gpu": gpu.index, "uuid": gpu.uuid, "memory_used_mib": gpu.memory_used_mib},
         evidence=[
-            EvidenceRef(
-                section=SECTION,
-                first_line=gpu.raw_line,
-                last_line=gpu.raw_line,
-                excerpt=f"GPU {gpu.index}: {gpu.memory_used_mib} MiB used, no compute app listed",
+            cite(
+                SECTION,
+                gpu.raw_line,
+                f"GPU {gpu.index}: {gpu.memory_used_mib} MiB used, no compute app listed",
             )
         ],
     )
@@ -465,14 +469,7 @@ def _ecc(gpu: Gpu) -> Finding | None:
             "Drain the GPU; reset it (nvidia-smi -r) or reboot; if errors persist, open an RMA",
         ],
         subject={"gpu": gpu.index, "uuid": gpu.uuid},
-        evidence=[
-            EvidenceRef(
-                section=SECTION,
-                first_line=gpu.raw_line,
-                last_line=gpu.raw_line,
-                excerpt=f"GPU {gpu.index}: {said}",
-            )
-        ],
+        evidence=[cite(SECTION, gpu.raw_line, f"GPU {gpu.index}: {said}")],
     )
 
 

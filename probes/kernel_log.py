@@ -43,8 +43,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.kernel.faults import UserFault, find_faults
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
 from forensics.kernel.lines import Clock, KernelLine, read_lines
@@ -166,7 +167,7 @@ class MemcgCounters(BaseModel):
     evidence: EvidenceRef | None = Field(default=None, description="The oom_kill line.")
 
 
-class KernelLogFacts(BaseModel):
+class KernelLogFacts(ProbeFacts):
     source: str | None = Field(default=None, description="The source that answered, if any.")
     attempts: list[LogSourceAttempt] = Field(default_factory=list)
     dmesg_restrict: int | None = None
@@ -196,7 +197,6 @@ class KernelLogFacts(BaseModel):
     incomplete: str | None = Field(
         default=None, description="Why what was read may be missing its end."
     )
-    unavailable: str | None = Field(default=None, description="Why no log could be read.")
 
     @property
     def readable(self) -> bool:
@@ -256,9 +256,8 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
     >>> [(c.cgroup, c.oom_kill, c.evidence.first_line) for c in facts.memcg_counters]
     [('/job', 1, 13)]
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return KernelLogFacts(unavailable=reason)
     facts = KernelLogFacts(incomplete=captured.result.problem())
     head, log_text, log_first_line = _split(captured.text)
@@ -332,7 +331,7 @@ def _attempt(value: str, number: int, line: str) -> LogSourceAttempt:
         exit_status=_int(status),
         answered=said == "ok",
         said=said or "?",
-        evidence=EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line),
+        evidence=cite(SECTION, number, line),
     )
 
 
@@ -409,12 +408,7 @@ def _read_reach(facts: KernelLogFacts, lines: list[KernelLine]) -> None:
         if lines and lines[0].message.startswith("Linux version "):
             earliest, facts.reaches_boot = lines[0], True
     if earliest is not None:
-        facts.earliest_evidence = EvidenceRef(
-            section=SECTION,
-            first_line=earliest.number,
-            last_line=earliest.number,
-            excerpt=earliest.text[:400],
-        )
+        facts.earliest_evidence = cite(SECTION, earliest.number, earliest.text[:400])
 
 
 def _wall(line: KernelLine) -> datetime:
@@ -458,7 +452,7 @@ def _line_of(dumped: DumpedFile, key: str) -> EvidenceRef | None:
     for index, line in enumerate(dumped.content.splitlines()):
         if line.split(None, 1)[:1] == [key]:
             number = dumped.line_of(index)
-            return EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line)
+            return cite(SECTION, number, line)
     return None
 
 

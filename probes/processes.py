@@ -51,7 +51,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, Field
 
 from forensics.core.models import CollectOptions, SectionSpec
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact, redact_argv
 from forensics.probes.system import KNOWN_INITS
 
@@ -242,8 +242,7 @@ class ProcessTree(BaseModel):
     children: list[int]
 
 
-class ProcessesFacts(BaseModel):
-    unavailable: str | None = Field(default=None, description="Why nothing could be read.")
+class ProcessesFacts(ProbeFacts):
     clock_ticks_per_s: int = 100
     page_size: int = 4096
     boot_time: datetime | None = None
@@ -359,9 +358,8 @@ def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
     >>> facts.processes[1].started_at.isoformat(), facts.trees[0].ancestors
     ('2025-11-29T21:00:00+00:00', [1])
     """
-    captured = captures.get(SECTION)
-    reason = unavailable_reason(captures, SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return ProcessesFacts(unavailable=reason)
     reading = _read(captured.text)
     if reading is None:

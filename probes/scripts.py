@@ -61,8 +61,15 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, computed_field
 
+from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.probe import (
+    Captures,
+    Probe,
+    ProbeFacts,
+    RuleContext,
+    open_section,
+)
 from forensics.core.redaction import redact
 from forensics.remote.host_script import shell_quote
 from forensics.shell.lint import ScriptLint, TextShape, describe_text
@@ -284,7 +291,7 @@ class Zombie(BaseModel):
     record_text: str = ""
 
 
-class ScriptFacts(BaseModel):
+class ScriptFacts(ProbeFacts):
     scripts: list[ScriptFile] = Field(default_factory=list)
     shells_without_script: list[ShellProcess] = Field(default_factory=list)
     zombies: list[Zombie] = Field(default_factory=list)
@@ -294,7 +301,6 @@ class ScriptFacts(BaseModel):
     skipped: list[str] = Field(
         default_factory=list, description="Shell processes left out: more than MAX_SHELLS."
     )
-    unavailable: str | None = None
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
@@ -350,9 +356,8 @@ def parse(captures: Captures, options: CollectOptions) -> ScriptFacts:
     >>> [(issue.line, issue.pattern) for issue in script.analysis.issues]
     [(3, 'negated_status_read')]
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return ScriptFacts(unavailable=reason)
     records = _records(captured.text.split("\n"))
     if not records or records[0].kind != "scripts":
@@ -625,24 +630,10 @@ def _evidence(
     """The processes' records, their zombies' lines, then each place in the script."""
     evidence = []
     for process in script.processes:
-        evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=process.record_line,
-                last_line=process.record_line,
-                excerpt=process.record_text,
-            )
-        )
+        evidence.append(cite(SECTION, process.record_line, process.record_text))
         for zombie in zombies:
             if zombie.ppid == process.pid:
-                evidence.append(
-                    EvidenceRef(
-                        section=SECTION,
-                        first_line=zombie.record_line,
-                        last_line=zombie.record_line,
-                        excerpt=zombie.record_text,
-                    )
-                )
+                evidence.append(cite(SECTION, zombie.record_line, zombie.record_text))
     base = script.content_first_line
     if base is None:
         return evidence
@@ -650,11 +641,11 @@ def _evidence(
         near = [r for r in related if abs(r - line) <= 10]
         first, last = min([line, *near]), max([line, *near])
         evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=base + first - 1,
+            cite(
+                SECTION,
+                base + first - 1,
+                f"{script.path}:{line}: {excerpt}",
                 last_line=base + last - 1,
-                excerpt=f"{script.path}:{line}: {excerpt}",
             )
         )
     return evidence

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from forensics.core.models import CollectOptions, SectionSpec
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact
 from forensics.remote.file_dump import head_command, split_head_output
 
@@ -64,7 +64,7 @@ KNOWN_INITS = frozenset(
 )  # fmt: skip
 
 
-class SystemFacts(BaseModel):
+class SystemFacts(ProbeFacts):
     hostname: str | None = None
     kernel_release: str | None = None
     os_name: str | None = Field(default=None, description="PRETTY_NAME from /etc/os-release.")
@@ -80,7 +80,6 @@ class SystemFacts(BaseModel):
     pid1_cmdline: str | None = Field(default=None, description="Redacted.")
     pid1_is_known_init: bool | None = None
     tools: dict[str, bool] = Field(default_factory=dict)
-    unavailable: str | None = Field(default=None, description="Why nothing could be read.")
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
@@ -105,9 +104,8 @@ def parse(captures: Captures, options: CollectOptions) -> SystemFacts:
     >>> facts.boot_time.isoformat(), facts.tools
     ('2025-11-29T18:40:00+00:00', {'timeout': True, 'nvidia-smi': False})
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return SystemFacts(unavailable=reason)
     facts = SystemFacts()
     for line in captured.text.split("==> ", 1)[0].splitlines():

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from forensics.core.models import CollectOptions, Finding, SectionResult, SectionSpec
 
@@ -42,7 +42,15 @@ class Captured:
 Captures = Mapping[str, Captured]
 
 
-FactsT = TypeVar("FactsT", bound=BaseModel)
+class ProbeFacts(BaseModel):
+    """What every probe's facts say: whether the probe could read its evidence at all."""
+
+    unavailable: str | None = Field(
+        default=None, description="Why the probe's evidence could not be read; None when it was."
+    )
+
+
+FactsT = TypeVar("FactsT", bound=ProbeFacts)
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,21 @@ class Probe(Generic[FactsT]):
             module_rules: Callable[[FactsT, RuleContext], list[Finding]] = module.rules
             findings = findings + module_rules(facts, context)
         return findings
+
+
+def open_section(captures: Captures, section: str) -> tuple[Captured | None, str | None]:
+    """The opening of every ``parse``: the section's capture, and why it is not complete
+    evidence (None when it is). The capture is None when there is nothing to read (not
+    collected, or stopped before it wrote anything); the reason then says why.
+
+    >>> open_section({}, "memory")
+    (None, 'section memory was not collected')
+    """
+    reason = unavailable_reason(captures, section)
+    captured = captures.get(section)
+    if captured is None or (reason and not captured.text):
+        return None, reason
+    return captured, reason
 
 
 def unavailable_reason(captures: Captures, section: str) -> str | None:

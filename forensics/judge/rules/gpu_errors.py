@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
+from forensics.core.evidence import cite
 from forensics.core.facts import Facts
-from forensics.core.models import EvidenceRef, Finding, Severity
+from forensics.core.models import Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.xid import XidEvent, bus_id, describe
 from forensics.probes.gpu import SECTION, Gpu, GpuFacts
@@ -184,11 +185,7 @@ def _smi_failed(smi: GpuFacts, context: RuleContext, xids: list[XidEvent]) -> Fi
     excerpt = smi.failure_message or kind
     evidence = []
     if run is not None:
-        evidence.append(
-            EvidenceRef(
-                section=SECTION, first_line=run.first_line, last_line=run.last_line, excerpt=excerpt
-            )
-        )
+        evidence.append(cite(SECTION, run.first_line, excerpt, last_line=run.last_line))
     subject: dict[str, object] = {"failure": kind, "message": smi.failure_message}
     explaining = [x for x in xids if x.code in EXPLAINING_XIDS.get(kind, frozenset())]
     explanation = explanation.format(timeout=timeout)

@@ -11,6 +11,7 @@ kernel's host PIDs cannot be compared with ours, so there every end counts.
 from __future__ import annotations
 
 from forensics.core.durations import describe_duration
+from forensics.core.evidence import cite
 from forensics.core.facts import Facts
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
@@ -76,20 +77,15 @@ def _just_before(log: LogFile, event: TimelineEvent) -> bool:
 def _log_evidence(log: LogFile) -> list[EvidenceRef]:
     assert log.stat_line is not None
     evidence = [
-        EvidenceRef(
-            section=SECTION,
-            first_line=log.stat_line,
-            last_line=log.stat_line,
-            excerpt=f"{log.path}: {log.size_bytes} bytes, last write {_utc(log)}",
-        )
+        cite(SECTION, log.stat_line, f"{log.path}: {log.size_bytes} bytes, last write {_utc(log)}")
     ]
     if log.tail:
         evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=log.tail[0].raw_line,
+            cite(
+                SECTION,
+                log.tail[0].raw_line,
+                "\n".join(line.text for line in log.tail[-5:]),
                 last_line=log.tail[-1].raw_line,
-                excerpt="\n".join(line.text for line in log.tail[-5:]),
             )
         )
     return evidence
@@ -101,14 +97,7 @@ def _before_ending(log: LogFile, ending: TimelineEvent) -> Finding:
     when = f"{describe_duration(abs(gap))} {'before' if gap >= 0 else 'after'}"
     evidence = _log_evidence(log)
     if ending.line is not None:
-        evidence.append(
-            EvidenceRef(
-                section=ending.source,
-                first_line=ending.line,
-                last_line=ending.line,
-                excerpt=ending.text,
-            )
-        )
+        evidence.append(cite(ending.source, ending.line, ending.text))
     return Finding(
         id="log.ended_early",
         severity=Severity.warning,
@@ -139,12 +128,7 @@ def _zombie_writer(log: LogFile, writer: FocusProcess) -> Finding:
         )
     evidence = _log_evidence(log)
     evidence.append(
-        EvidenceRef(
-            section=SECTION,
-            first_line=writer.raw_line,
-            last_line=writer.raw_line,
-            excerpt=f"pid {writer.pid} ({writer.name}) state {writer.state}",
-        )
+        cite(SECTION, writer.raw_line, f"pid {writer.pid} ({writer.name}) state {writer.state}")
     )
     return Finding(
         id="log.ended_early",
