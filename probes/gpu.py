@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, Finding, SectionSpec, Severity
+from forensics.core.numbers import parse_float, parse_int
 from forensics.core.probe import (
     Captures,
     Probe,
@@ -235,7 +236,7 @@ def _read_run(facts: GpuFacts, name: str, run: SmiRun, lines: list[tuple[int, st
         by_index = {gpu.index: gpu for gpu in facts.gpus}
         for _, values in rows:
             record = dict(zip(header, values, strict=False))
-            gpu = by_index.get(_int(record.get("index")))
+            gpu = by_index.get(_smi_int(record.get("index")))
             if gpu is not None:
                 _extra(gpu, record)
 
@@ -267,20 +268,20 @@ def _is_failure_text(text: str) -> bool:
 def _gpu(header: list[str], number: int, values: list[str]) -> Gpu:
     record = dict(zip(header, values, strict=False))
     return Gpu(
-        index=_int(record.get("index")),
+        index=_smi_int(record.get("index")),
         uuid=_text(record.get("uuid")),
         name=_text(record.get("name")),
         bus_id=_text(record.get("pci.bus_id")),
         driver_version=_text(record.get("driver_version")),
-        memory_used_mib=_int(record.get("memory.used")),
-        memory_total_mib=_int(record.get("memory.total")),
-        utilization_percent=_int(record.get("utilization.gpu")),
-        temperature_c=_int(record.get("temperature.gpu")),
-        power_draw_w=_float(record.get("power.draw")),
-        ecc_corrected_volatile=_int(record.get("ecc.errors.corrected.volatile.total")),
-        ecc_uncorrected_volatile=_int(record.get("ecc.errors.uncorrected.volatile.total")),
-        ecc_corrected_aggregate=_int(record.get("ecc.errors.corrected.aggregate.total")),
-        ecc_uncorrected_aggregate=_int(record.get("ecc.errors.uncorrected.aggregate.total")),
+        memory_used_mib=_smi_int(record.get("memory.used")),
+        memory_total_mib=_smi_int(record.get("memory.total")),
+        utilization_percent=_smi_int(record.get("utilization.gpu")),
+        temperature_c=_smi_int(record.get("temperature.gpu")),
+        power_draw_w=_smi_float(record.get("power.draw")),
+        ecc_corrected_volatile=_smi_int(record.get("ecc.errors.corrected.volatile.total")),
+        ecc_uncorrected_volatile=_smi_int(record.get("ecc.errors.uncorrected.volatile.total")),
+        ecc_corrected_aggregate=_smi_int(record.get("ecc.errors.corrected.aggregate.total")),
+        ecc_uncorrected_aggregate=_smi_int(record.get("ecc.errors.uncorrected.aggregate.total")),
         raw_line=number,
     )
 
@@ -296,9 +297,9 @@ def _app(header: list[str], number: int, values: list[str]) -> ComputeApp:
     record = dict(zip(header, values, strict=False))
     return ComputeApp(
         gpu_uuid=_text(record.get("gpu_uuid")),
-        pid=_int(record.get("pid")),
+        pid=_smi_int(record.get("pid")),
         process_name=_text(record.get("process_name")),
-        used_memory_mib=_int(record.get("used_gpu_memory")),
+        used_memory_mib=_smi_int(record.get("used_gpu_memory")),
         raw_line=number,
     )
 
@@ -353,26 +354,19 @@ def _number_text(value: str | None) -> str | None:
     return re.sub(r"\s*(MiB|%|W|MHz|C)$", "", text)
 
 
-def _int(value: str | None) -> int | None:
+def _smi_int(value: str | None) -> int | None:
+    """An nvidia-smi field as a whole number, its unit dropped ("1024 MiB", "87.00 %")."""
     text = _number_text(value)
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return int(float(text))
-    except (ValueError, OverflowError):
-        return None
+    whole = parse_int(text)
+    if whole is not None:
+        return whole
+    number = parse_float(text)
+    return None if number is None else int(number)
 
 
-def _float(value: str | None) -> float | None:
-    text = _number_text(value)
-    try:
-        return float(text) if text is not None else None
-    except ValueError:
-        return None
+def _smi_float(value: str | None) -> float | None:
+    """An nvidia-smi field as a number, its unit dropped ("245.31 W")."""
+    return parse_float(_number_text(value))
 
 
 def _yes(value: str | None) -> bool | None:

@@ -37,14 +37,15 @@ so (``filtered KEPT CAP``). The counters of the memory cgroups that OOM lines na
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from forensics.core.cgroup_paths import V1_ROOT, V2_ROOT
 from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
+from forensics.core.numbers import parse_float, parse_int
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.kernel.faults import UserFault, find_faults
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
@@ -63,8 +64,6 @@ MEMCG_PATHS_READ = 16
 # workload runs in the kernel's first seconds.
 BOOT_SLACK_S = 10.0
 SYSLOG_TAIL_LINES = 200_000
-V1_ROOT = "/sys/fs/cgroup/memory"
-V2_ROOT = "/sys/fs/cgroup"
 INTERESTING = (
     "oom|Out of memory|out of memory|Killed process|Kill process|callbacks suppressed|"
     "memory: usage|Task in |cpuset=|segfault at|general protection|traps: |"
@@ -301,11 +300,11 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
     for number, line in enumerate(head.split("\n==> ", 1)[0].splitlines(), start=1):
         key, _, value = line.partition(" ")
         if key == "dmesg_restrict":
-            facts.dmesg_restrict = _int(value)
-        elif key == "btime" and _int(value) is not None:
-            facts.boot_time = _epoch(_int(value))
+            facts.dmesg_restrict = parse_int(value)
+        elif key == "btime" and parse_int(value) is not None:
+            facts.boot_time = _epoch(parse_int(value))
         elif key == "uptime":
-            facts.uptime_s = _float(value)
+            facts.uptime_s = parse_float(value, minimum=0)
         elif key == "utc_offset" and value:
             facts.utc_offset = value.strip()
         elif key == "tried":
@@ -313,11 +312,11 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
         elif key == "source" and value and value != "none":
             facts.source = value
         elif key in ("log_bytes", "log_lines"):
-            setattr(facts, key, _int(value))
+            setattr(facts, key, parse_int(value))
         elif key == "filtered":
             kept, _, cap = value.partition(" ")
             facts.filtered = True
-            facts.filtered_bytes, facts.cap_bytes = _int(kept), _int(cap)
+            facts.filtered_bytes, facts.cap_bytes = parse_int(kept), parse_int(cap)
         elif key == "memcg" and value.startswith("/"):
             memcg_paths.append(value)
     return memcg_paths
@@ -328,7 +327,7 @@ def _attempt(value: str, number: int, line: str) -> LogSourceAttempt:
     status, _, said = rest.partition(" ")
     return LogSourceAttempt(
         source=source,
-        exit_status=_int(status),
+        exit_status=parse_int(status),
         answered=said == "ok",
         said=said or "?",
         evidence=cite(SECTION, number, line),
@@ -363,9 +362,9 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
                     cgroup=cgroup,
                     directory=V1_ROOT + cgroup,
                     version=1,
-                    oom_kill=_int(keyed.get("oom_kill", "")),
+                    oom_kill=parse_int(keyed.get("oom_kill", "")),
                     under_oom=_flag(keyed.get("under_oom")),
-                    failcnt=_int(_content(files.get(f"{V1_ROOT}{cgroup}/memory.failcnt"))),
+                    failcnt=parse_int(_content(files.get(f"{V1_ROOT}{cgroup}/memory.failcnt"))),
                     evidence=_line_of(control, "oom_kill"),
                 )
             )
@@ -377,9 +376,9 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
                     cgroup=cgroup,
                     directory=V2_ROOT + cgroup,
                     version=2,
-                    oom_kill=_int(keyed.get("oom_kill", "")),
-                    oom=_int(keyed.get("oom", "")),
-                    oom_kill_local=_int(_keyed(local).get("oom_kill", "")) if local else None,
+                    oom_kill=parse_int(keyed.get("oom_kill", "")),
+                    oom=parse_int(keyed.get("oom", "")),
+                    oom_kill_local=parse_int(_keyed(local).get("oom_kill", "")) if local else None,
                     evidence=_line_of(events, "oom_kill"),
                 )
             )
@@ -469,23 +468,8 @@ def _epoch(seconds: int | None) -> datetime | None:
         return None
 
 
-def _int(text: str) -> int | None:
-    text = text.strip()
-    if text[:1] == "-":
-        return -int(text[1:]) if text[1:].isdecimal() else None
-    return int(text) if text.isdecimal() else None
-
-
-def _float(text: str) -> float | None:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
-
-
 def _flag(text: str | None) -> bool | None:
-    value = _int(text) if text is not None else None
+    value = parse_int(text) if text is not None else None
     return None if value is None else value != 0
 
 

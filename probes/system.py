@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pydantic import Field
 
 from forensics.core.models import CollectOptions, SectionSpec
+from forensics.core.numbers import parse_float
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact
 from forensics.remote.file_dump import head_command, split_head_output
@@ -116,7 +117,7 @@ def parse(captures: Captures, options: CollectOptions) -> SystemFacts:
     facts.os_name = _os_name(files.get("/etc/os-release"))
     uptime = _first_line(files.get("/proc/uptime"))
     if uptime:
-        facts.uptime_s = _float(uptime.split()[0])
+        facts.uptime_s = parse_float(uptime.split()[0])
     facts.cpu_count = cpu_count(files.get("/sys/devices/system/cpu/online"))
     facts.pid1_name = _first_line(files.get("/proc/1/comm"))
     cmdline = files.get("/proc/1/cmdline")
@@ -204,13 +205,6 @@ def _first_line(text: str | None) -> str | None:
         return None
     line = text.split("\n", 1)[0].strip()
     return line or None
-
-
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 PROBE = Probe(name="system", sections=sections, facts_model=SystemFacts, parse=parse)
