@@ -11,6 +11,8 @@ from rich.text import Text
 
 from forensics.fleet.report import NOT_COLLECTED
 from forensics.judge.host_report import HostReport
+from forensics.probes.processes import ProcessesFacts
+from forensics.probes.system import SystemFacts
 from forensics.reports.escaping import inert
 from forensics.reports.fleet import FleetSummary
 from forensics.reports.headline import headline
@@ -28,7 +30,7 @@ _STYLE = {
 def render_terminal(report: HostReport, width: int = 100) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
-    system = report.facts.system
+    system = report.facts.of(SystemFacts)
     header = Text(f"{inert(report.target.name)}: {report.status.value}", style="bold")
     if report.status_reason:
         header.append(f" ({inert(report.status_reason)})")
@@ -60,7 +62,7 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
         for finding in report.findings:
             if finding.next_steps:
                 console.print(Text(f"{finding.id}: next: {inert(finding.next_steps[0])}"))
-    processes = report.facts.processes
+    processes = report.facts.of(ProcessesFacts)
     if processes is not None:
         for tree in processes.trees:
             why = ", ".join(tree.why)

@@ -24,7 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from forensics.core.durations import describe_duration
 from forensics.core.facts import Facts
 from forensics.kernel.oom_report import OomKill
+from forensics.probes.gpu import GpuFacts
+from forensics.probes.kernel_log import KernelLogFacts
+from forensics.probes.logs import LogsFacts
 from forensics.probes.processes import ProcessEntry, ProcessesFacts
+from forensics.probes.system import SystemFacts
 
 BOOT = "boot"
 COLLECTION = "collection"
@@ -98,7 +102,7 @@ def kernel_time_to_utc(
 
 
 def boot_events(facts: Facts) -> list[TimelineEvent]:
-    system = facts.system
+    system = facts.of(SystemFacts)
     if system is None or system.boot_time is None:
         return []
     return [
@@ -110,7 +114,7 @@ def boot_events(facts: Facts) -> list[TimelineEvent]:
 
 def process_start_events(facts: Facts) -> list[TimelineEvent]:
     """Starts of the focus processes, the zombies and the zombies' parents."""
-    table = facts.processes
+    table = facts.of(ProcessesFacts)
     if table is not None and table.processes:
         return _table_starts(table)
     return _focus_line_starts(facts)
@@ -155,7 +159,7 @@ def _start_text(role: str, entry: ProcessEntry) -> str:
 
 
 def _focus_line_starts(facts: Facts) -> list[TimelineEvent]:
-    logs = facts.logs
+    logs = facts.of(LogsFacts)
     if logs is None:
         return []
     return [
@@ -176,10 +180,10 @@ def _focus_line_starts(facts: Facts) -> list[TimelineEvent]:
 
 def kernel_events(facts: Facts) -> list[TimelineEvent]:
     """OOM kills, CPU faults, Xid errors, hung tasks and machine checks of the kernel log."""
-    log = facts.kernel_log
+    log = facts.of(KernelLogFacts)
     if log is None:
         return []
-    system = facts.system
+    system = facts.of(SystemFacts)
     boot = system.boot_time if system and system.boot_time else log.boot_time
     uptime = system.uptime_s if system and system.uptime_s is not None else log.uptime_s
 
@@ -247,7 +251,7 @@ def _oom_text(kill: OomKill) -> str:
 
 
 def log_events(facts: Facts) -> list[TimelineEvent]:
-    logs = facts.logs
+    logs = facts.of(LogsFacts)
     if logs is None:
         return []
     return [
@@ -264,7 +268,7 @@ def log_events(facts: Facts) -> list[TimelineEvent]:
 
 
 def gpu_events(facts: Facts) -> list[TimelineEvent]:
-    gpu = facts.gpu
+    gpu = facts.of(GpuFacts)
     if gpu is None or gpu.failure is None or gpu.host_clock is None:
         return []
     return [
@@ -296,7 +300,8 @@ def host_events(facts: Facts) -> list[TimelineEvent]:
 def build_timeline(facts: Facts, collection_started: datetime) -> list[TimelineEvent]:
     """The host's events and the collection itself, in time order (stable for equal times)."""
     text = "collection started (this machine's clock)"
-    host_clock = facts.system.host_clock if facts.system else None
+    system = facts.of(SystemFacts)
+    host_clock = system.host_clock if system else None
     if host_clock is not None:
         skew = (host_clock - collection_started).total_seconds()
         if abs(skew) > CLOCK_SKEW_WORTH_SAYING_S:

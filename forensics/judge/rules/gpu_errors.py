@@ -21,6 +21,7 @@ from forensics.core.models import Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.xid import XidEvent, bus_id, describe
 from forensics.probes.gpu import SECTION, Gpu, GpuFacts
+from forensics.probes.kernel_log import KernelLogFacts
 
 EVIDENCE_LINES_MAX = 5
 # The Xids that explain why nvidia-smi cannot reach a GPU.
@@ -32,10 +33,11 @@ EXPLAINING_XIDS: dict[str, frozenset[int]] = {
 
 
 def gpu_errors(facts: Facts, context: RuleContext) -> list[Finding]:
-    xids = facts.kernel_log.xids if facts.kernel_log is not None else []
-    findings = _xid_findings(xids, facts.gpu)
-    if facts.gpu is not None and facts.gpu.failure is not None:
-        findings.append(_smi_failed(facts.gpu, context, xids))
+    log, gpu = facts.of(KernelLogFacts), facts.of(GpuFacts)
+    xids = log.xids if log is not None else []
+    findings = _xid_findings(xids, gpu)
+    if gpu is not None and gpu.failure is not None:
+        findings.append(_smi_failed(gpu, context, xids))
     return findings
 
 

@@ -17,7 +17,8 @@ from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.judge.timeline import ENDINGS, TimelineEvent, host_events
 from forensics.probes.focus_pids import FocusProcess
-from forensics.probes.logs import SECTION, LogFile
+from forensics.probes.logs import SECTION, LogFile, LogsFacts
+from forensics.probes.system import SystemFacts
 
 SMALL_LOG_BYTES = 64 * 1024
 # How long before an ending event a log's last write still counts as "just before";
@@ -28,12 +29,13 @@ CLOCK_ROUNDING_S = 2
 
 
 def log_ended_early(facts: Facts, context: RuleContext) -> list[Finding]:
-    logs = facts.logs
+    logs = facts.of(LogsFacts)
     if logs is None:
         return []
     endings = [event for event in host_events(facts) if event.kind in ENDINGS]
     zombies = [process for process in logs.focus_processes if not process.alive]
-    pids_comparable = facts.system is None or facts.system.container is None
+    system = facts.of(SystemFacts)
+    pids_comparable = system is None or system.container is None
     findings = []
     for log in logs.files:
         if log.modified is None or log.stat_line is None:
