@@ -826,6 +826,8 @@ def _flag(text: str | None) -> bool | None:
 
 PROBE = Probe(
     name="cgroup",
+    run_order=20,
+    report_order=20,
     sections=sections,
     facts_model=CgroupFacts,
     parse=parse,

@@ -291,4 +291,12 @@ def _full(facts: DiskFacts, filesystem: Filesystem, full: list[str]) -> Finding:
     )
 
 
-PROBE = Probe(name="disk", sections=sections, facts_model=DiskFacts, parse=parse, rules=rules)
+PROBE = Probe(
+    name="disk",
+    run_order=40,
+    report_order=60,
+    sections=sections,
+    facts_model=DiskFacts,
+    parse=parse,
+    rules=rules,
+)

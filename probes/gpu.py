@@ -41,6 +41,7 @@ from forensics.core.probe import (
     RuleContext,
     open_section,
 )
+from forensics.core.timeline_event import GPU_FAILURE, TimelineEvent
 
 SECTION = "gpu"
 MAIN_FIELDS = (
@@ -467,4 +468,27 @@ def _ecc(gpu: Gpu) -> Finding | None:
     )
 
 
-PROBE = Probe(name="gpu", sections=sections, facts_model=GpuFacts, parse=parse, rules=rules)
+def timeline(facts: GpuFacts) -> list[TimelineEvent]:
+    if facts.failure is None or facts.host_clock is None:
+        return []
+    return [
+        TimelineEvent(
+            time=facts.host_clock,
+            source=SECTION,
+            line=facts.failure_run.first_line if facts.failure_run else None,
+            kind=GPU_FAILURE,
+            text=f"nvidia-smi failed ({facts.failure}): {facts.failure_message}",
+        )
+    ]
+
+
+PROBE = Probe(
+    name="gpu",
+    run_order=90,
+    report_order=40,
+    sections=sections,
+    facts_model=GpuFacts,
+    parse=parse,
+    timeline=timeline,
+    rules=rules,
+)

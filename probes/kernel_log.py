@@ -475,6 +475,8 @@ def _flag(text: str | None) -> bool | None:
 
 PROBE = Probe(
     name="kernel_log",
+    run_order=60,
+    report_order=70,
     sections=sections,
     facts_model=KernelLogFacts,
     parse=parse,

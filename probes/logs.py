@@ -45,6 +45,7 @@ from forensics.core.probe import (
     RuleContext,
     open_section,
 )
+from forensics.core.timeline_event import LOG_LAST_WRITE, TimelineEvent
 from forensics.probes.focus_pids import FocusProcess, focus_pids_shell, parse_focus_line
 from forensics.remote.host_script import shell_quote
 
@@ -581,4 +582,27 @@ def _utc(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "unknown"
 
 
-PROBE = Probe(name="logs", sections=sections, facts_model=LogsFacts, parse=parse, rules=rules)
+def timeline(facts: LogsFacts) -> list[TimelineEvent]:
+    return [
+        TimelineEvent(
+            time=log.modified,
+            source=SECTION,
+            line=log.stat_line,
+            kind=LOG_LAST_WRITE,
+            text=f"last write to {log.path} ({log.size_bytes} bytes)",
+        )
+        for log in facts.files
+        if log.modified is not None
+    ]
+
+
+PROBE = Probe(
+    name="logs",
+    run_order=50,
+    report_order=50,
+    sections=sections,
+    facts_model=LogsFacts,
+    parse=parse,
+    timeline=timeline,
+    rules=rules,
+)

@@ -187,6 +187,8 @@ def _read_meminfo(facts: MemoryFacts, meminfo: DumpedFile) -> None:
 
 PROBE = Probe(
     name="memory",
+    run_order=30,
+    report_order=30,
     sections=sections,
     facts_model=MemoryFacts,
     parse=parse,

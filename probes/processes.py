@@ -806,6 +806,8 @@ def _positive(text: str | None, default: int) -> int:
 
 PROBE = Probe(
     name="processes",
+    run_order=70,
+    report_order=10,
     sections=sections,
     facts_model=ProcessesFacts,
     parse=parse,

@@ -708,6 +708,8 @@ def _unreadable(script: ScriptFile) -> Finding:
 
 PROBE = Probe(
     name="scripts",
+    run_order=80,
+    report_order=90,
     sections=sections,
     facts_model=ScriptFacts,
     parse=parse,

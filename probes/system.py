@@ -29,6 +29,7 @@ from forensics.core.models import CollectOptions, SectionSpec
 from forensics.core.numbers import parse_float
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact
+from forensics.core.timeline_event import BOOT, TimelineEvent
 from forensics.remote.file_dump import head_command, split_head_output
 
 TOOLS = ("timeout", "dmesg", "journalctl", "nvidia-smi", "ps", "busybox", "shellcheck")
@@ -207,4 +208,22 @@ def _first_line(text: str | None) -> str | None:
     return line or None
 
 
-PROBE = Probe(name="system", sections=sections, facts_model=SystemFacts, parse=parse)
+def timeline(facts: SystemFacts) -> list[TimelineEvent]:
+    if facts.boot_time is None:
+        return []
+    return [
+        TimelineEvent(
+            time=facts.boot_time, source=SECTION, kind=BOOT, text="host booted (/proc/stat btime)"
+        )
+    ]
+
+
+PROBE = Probe(
+    name="system",
+    run_order=10,
+    report_order=80,
+    sections=sections,
+    facts_model=SystemFacts,
+    parse=parse,
+    timeline=timeline,
+)

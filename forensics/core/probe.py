@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, Field
 
 from forensics.core.models import CollectOptions, Finding, SectionResult, SectionSpec
+from forensics.core.timeline_event import TimelineEvent
 
 
 @dataclass(frozen=True)
@@ -70,18 +71,32 @@ def _as_parsed(facts: FactsT) -> FactsT:
     return facts
 
 
+def _no_events(facts: BaseModel) -> list[TimelineEvent]:
+    return []
+
+
 @dataclass(frozen=True)
 class Probe(Generic[FactsT]):
-    """A probe: what it runs (``sections``), how it reads it (``parse``, pure), and the
-    findings its own facts support (``rules``, pure; or ``rules_module``'s ``rules``)."""
+    """A probe: what it runs (``sections``), how it reads it (``parse``, pure), the
+    findings its own facts support (``rules``, pure; or ``rules_module``'s ``rules``), the
+    dated events they hold (``timeline``), and where it goes: ``run_order`` on the host
+    (cheap and fast first, so a deadline late in the run loses the least) and
+    ``report_order`` in a host report (lower first). Ties go by name."""
 
     name: str
+    run_order: int
+    report_order: int
     sections: Callable[[CollectOptions], list[SectionSpec]]
     facts_model: type[FactsT]
     parse: Callable[[Captures, CollectOptions], FactsT]
     rules: Callable[[FactsT, RuleContext], list[Finding]] = field(default=_no_rules)
     rules_module: str | None = None
     examine: Callable[[FactsT], FactsT] = field(default=_as_parsed)
+    timeline: Callable[[FactsT], list[TimelineEvent]] = field(default=_no_events)
+
+    def events(self, facts: FactsT | None) -> list[TimelineEvent]:
+        """The dated events in this probe's facts; none when it did not run."""
+        return [] if facts is None else self.timeline(facts)
 
     def judge(self, facts: FactsT, context: RuleContext) -> list[Finding]:
         """Every finding of this probe's own rules on ``facts``."""

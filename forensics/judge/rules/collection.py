@@ -4,7 +4,7 @@ said out loud, so that nobody reads a missing answer as a negative one."""
 from __future__ import annotations
 
 from forensics.core.evidence import cite
-from forensics.core.facts import Facts
+from forensics.core.facts import CrossRule, Facts
 from forensics.core.models import Finding, Severity
 from forensics.core.probe import RuleContext
 
@@ -40,3 +40,6 @@ def section_problems(facts: Facts, context: RuleContext) -> list[Finding]:
             )
         )
     return findings
+
+
+RULES: tuple[CrossRule, ...] = (section_problems,)

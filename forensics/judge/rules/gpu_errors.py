@@ -16,7 +16,7 @@ from collections import defaultdict
 from datetime import datetime
 
 from forensics.core.evidence import cite
-from forensics.core.facts import Facts
+from forensics.core.facts import CrossRule, Facts
 from forensics.core.models import Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.xid import XidEvent, bus_id, describe
@@ -218,3 +218,6 @@ def _smi_failed(smi: GpuFacts, context: RuleContext, xids: list[XidEvent]) -> Fi
 
 def _at(moment: datetime | None) -> str:
     return f" at {moment:%Y-%m-%d %H:%M:%S} UTC" if moment else ""
+
+
+RULES: tuple[CrossRule, ...] = (gpu_errors,)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from forensics.core.durations import describe_duration
 from forensics.core.evidence import cite
-from forensics.core.facts import Facts
+from forensics.core.facts import CrossRule, Facts
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
-from forensics.judge.timeline import ENDINGS, TimelineEvent, host_events
+from forensics.core.timeline_event import ENDINGS, TimelineEvent
+from forensics.judge.timeline import host_events
 from forensics.probes.focus_pids import FocusProcess
 from forensics.probes.logs import SECTION, LogFile, LogsFacts
 from forensics.probes.system import SystemFacts
@@ -158,3 +159,6 @@ def _zombie_writer(log: LogFile, writer: FocusProcess) -> Finding:
 
 def _utc(log: LogFile) -> str:
     return log.modified.strftime("%Y-%m-%d %H:%M:%S UTC") if log.modified else "unknown"
+
+
+RULES: tuple[CrossRule, ...] = (log_ended_early,)

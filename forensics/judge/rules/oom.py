@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from forensics.core.facts import Facts
+from forensics.core.facts import CrossRule, Facts
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.oom_report import OomKill
@@ -686,3 +686,6 @@ def _mib(kb: int | None) -> str:
 def _container(facts: Facts) -> str | None:
     system = facts.of(SystemFacts)
     return system.container if system is not None else None
+
+
+RULES: tuple[CrossRule, ...] = (oom_verdict,)

@@ -1,0 +1,83 @@
+"""Every probe keeps the contract that lets it be added as one module: a facts model built on
+``ProbeFacts`` (so it can say ``unavailable``), a docstring sample of what the host returns
+that runs as a doctest, and a report partial in every format that has partials."""
+
+from __future__ import annotations
+
+import doctest
+import inspect
+import sys
+from typing import Any
+
+import pytest
+
+from forensics.core.probe import Probe, ProbeFacts
+from forensics.probes import PROBES
+from forensics.reports.topics import PARTIALS
+
+PARTIAL_FORMATS = ("md", "html")
+# These probes have no report section yet; their partials land with issue 17. Any other
+# probe, and any probe added from now on, fails here without its partials.
+WITHOUT_PARTIALS_TODAY = frozenset(
+    {"cgroup", "disk", "gpu", "kernel_log", "logs", "memory", "scripts"}
+)
+
+
+def _module(probe: Probe[Any]) -> Any:
+    return sys.modules[probe.parse.__module__]
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=lambda probe: probe.name)
+def test_the_facts_model_can_say_the_probe_could_not_read(probe: Probe[Any]) -> None:
+    assert issubclass(probe.facts_model, ProbeFacts)
+    assert "unavailable" in probe.facts_model.model_fields
+    assert probe.facts_model(unavailable="section x was not collected").unavailable
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=lambda probe: probe.name)
+def test_the_parser_shows_a_sample_that_runs(probe: Probe[Any]) -> None:
+    module = _module(probe)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    samples = [
+        test
+        for owner in (module, probe.parse)
+        for test in finder.find(owner, module.__name__, module=module, globs=vars(module))
+        if test.examples and test.name in (module.__name__, f"{module.__name__}.parse")
+    ]
+    assert samples, f"{module.__name__}: neither it nor parse() has a >>> sample"
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    for sample in samples:
+        runner.run(sample)
+    assert runner.summarize(verbose=False).failed == 0
+    assert inspect.getdoc(module), f"{module.__name__} has no module docstring"
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        pytest.param(
+            probe,
+            marks=pytest.mark.xfail(
+                strict=False, reason="partials for every probe land with issue 17"
+            ),
+        )
+        if probe.name in WITHOUT_PARTIALS_TODAY
+        else probe
+        for probe in PROBES
+    ],
+    ids=lambda probe: probe.name,
+)
+def test_the_probe_has_a_report_partial_in_every_format(probe: Probe[Any]) -> None:
+    missing = [
+        f"{probe.name}.{extension}.j2"
+        for extension in PARTIAL_FORMATS
+        if not (PARTIALS / f"{probe.name}.{extension}.j2").is_file()
+    ]
+    assert missing == [], f"reports/templates/partials/ lacks {missing}"
+
+
+def test_no_probe_is_listed_by_hand() -> None:
+    """The probe list comes from the modules: every PROBE in the package, each once."""
+    names = [probe.name for probe in PROBES]
+    assert len(names) == len(set(names)) and {"system", "processes", "gpu"} <= set(names)
+    assert names == [p.name for p in sorted(PROBES, key=lambda p: (p.run_order, p.name))]
