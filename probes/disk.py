@@ -294,7 +294,7 @@ def _full(facts: DiskFacts, filesystem: Filesystem, full: list[str]) -> Finding:
 PROBE = Probe(
     name="disk",
     run_order=40,
-    report_order=60,
+    report_order=70,
     sections=sections,
     facts_model=DiskFacts,
     parse=parse,

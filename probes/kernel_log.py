@@ -476,7 +476,7 @@ def _flag(text: str | None) -> bool | None:
 PROBE = Probe(
     name="kernel_log",
     run_order=60,
-    report_order=70,
+    report_order=80,
     sections=sections,
     facts_model=KernelLogFacts,
     parse=parse,

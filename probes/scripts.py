@@ -709,7 +709,7 @@ def _unreadable(script: ScriptFile) -> Finding:
 PROBE = Probe(
     name="scripts",
     run_order=80,
-    report_order=90,
+    report_order=60,
     sections=sections,
     facts_model=ScriptFacts,
     parse=parse,

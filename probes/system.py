@@ -221,7 +221,7 @@ def timeline(facts: SystemFacts) -> list[TimelineEvent]:
 PROBE = Probe(
     name="system",
     run_order=10,
-    report_order=80,
+    report_order=90,
     sections=sections,
     facts_model=SystemFacts,
     parse=parse,

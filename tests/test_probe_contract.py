@@ -15,12 +15,7 @@ from forensics.core.probe import Probe, ProbeFacts
 from forensics.probes import PROBES
 from forensics.reports.topics import PARTIALS
 
-PARTIAL_FORMATS = ("md", "html")
-# These probes have no report section yet; their partials land with issue 17. Any other
-# probe, and any probe added from now on, fails here without its partials.
-WITHOUT_PARTIALS_TODAY = frozenset(
-    {"cgroup", "disk", "gpu", "kernel_log", "logs", "memory", "scripts"}
-)
+PARTIAL_FORMATS = ("md", "html", "txt")
 
 
 def _module(probe: Probe[Any]) -> Any:
@@ -52,21 +47,7 @@ def test_the_parser_shows_a_sample_that_runs(probe: Probe[Any]) -> None:
     assert inspect.getdoc(module), f"{module.__name__} has no module docstring"
 
 
-@pytest.mark.parametrize(
-    "probe",
-    [
-        pytest.param(
-            probe,
-            marks=pytest.mark.xfail(
-                strict=False, reason="partials for every probe land with issue 17"
-            ),
-        )
-        if probe.name in WITHOUT_PARTIALS_TODAY
-        else probe
-        for probe in PROBES
-    ],
-    ids=lambda probe: probe.name,
-)
+@pytest.mark.parametrize("probe", PROBES, ids=lambda probe: probe.name)
 def test_the_probe_has_a_report_partial_in_every_format(probe: Probe[Any]) -> None:
     missing = [
         f"{probe.name}.{extension}.j2"
