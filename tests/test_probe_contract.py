@@ -1,6 +1,6 @@
 """Every probe keeps the contract that lets it be added as one module: a facts model built on
-``ProbeFacts`` (so it can say ``unavailable``), a docstring sample of what the host returns
-that runs as a doctest, and a report partial in every format that has partials."""
+``ProbeFacts`` (so it can say ``unavailable``) and a docstring sample of what the host
+returns that runs as a doctest. Its report partials: tests/test_report_sections.py."""
 
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ import pytest
 
 from forensics.core.probe import Probe, ProbeFacts
 from forensics.probes import PROBES
-from forensics.reports.topics import PARTIALS
-
-PARTIAL_FORMATS = ("md", "html", "txt")
 
 
 def _module(probe: Probe[Any]) -> Any:
@@ -45,16 +42,6 @@ def test_the_parser_shows_a_sample_that_runs(probe: Probe[Any]) -> None:
         runner.run(sample)
     assert runner.summarize(verbose=False).failed == 0
     assert inspect.getdoc(module), f"{module.__name__} has no module docstring"
-
-
-@pytest.mark.parametrize("probe", PROBES, ids=lambda probe: probe.name)
-def test_the_probe_has_a_report_partial_in_every_format(probe: Probe[Any]) -> None:
-    missing = [
-        f"{probe.name}.{extension}.j2"
-        for extension in PARTIAL_FORMATS
-        if not (PARTIALS / f"{probe.name}.{extension}.j2").is_file()
-    ]
-    assert missing == [], f"reports/templates/partials/ lacks {missing}"
 
 
 def test_no_probe_is_listed_by_hand() -> None:
