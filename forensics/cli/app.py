@@ -18,6 +18,7 @@ from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
+from forensics.cli.messages import say
 from forensics.cli.sweep import sweep_command
 from forensics.collect import collect
 from forensics.core.errors import (
@@ -273,5 +274,5 @@ def main() -> None:
 
 
 def _fail(message: str, status: int) -> None:
-    sys.stderr.write(f"forensics: {message}\n")
+    say(message)
     sys.exit(status)

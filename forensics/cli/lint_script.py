@@ -14,7 +14,7 @@ import typer
 from pydantic import BaseModel, Field
 
 from forensics.core.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-from forensics.reports.escaping import inert
+from forensics.core.escaping import inert
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
 from forensics.shell.masking import MaskingAnalysis, find_masking
 from forensics.shell.shellcheck import ShellCheckRun

@@ -21,7 +21,9 @@ from typing import Annotated
 
 import typer
 
+from forensics.cli.messages import say
 from forensics.core.errors import CollectionError, UsageError
+from forensics.core.escaping import inert_json
 from forensics.core.models import Target
 from forensics.core.quantities import gib, parse_duration, seconds_text
 from forensics.core.targets import parse_target
@@ -142,7 +144,7 @@ def _watch(
             history.append(item)
             sample = _with_rates(item, history, sampled)
             if format is WatchFormat.json:
-                _out(sample.model_dump_json())
+                _out(inert_json(sample.model_dump_json()))
             else:
                 _out(_watch_row(sample))
 
@@ -401,5 +403,4 @@ def _out(text: str) -> None:
 
 
 def _note(text: str) -> None:
-    sys.stderr.write(f"forensics: {text}\n")
-    sys.stderr.flush()
+    say(text)
