@@ -17,7 +17,7 @@ from PIL import Image
 
 from forensics.reports import Format, render_host
 from tests.conftest import run_cli
-from tests.hostile import SCRIPT, hostile_report
+from tests.hostile.markup import SCRIPT, hostile_report
 from tests.rendered import assert_inert_page, parse_html
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
