@@ -105,6 +105,20 @@ class Script:
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
+    @property
+    def max_output_bytes(self) -> int:
+        """The most this script writes on stdout: each section's cap and its frames (START,
+        DATA, END, at most ``STDERR_LINES_KEPT`` cut stderr lines), and a FATAL line.
+        A host that sends more is not running it; the reader stops there.
+
+        >>> compose([SectionSpec(name="a", shell="true", max_bytes=1000)]).max_output_bytes
+        13152
+        """
+        frame = len(self.nonce) + MAX_FRAME_LINE
+        errors = STDERR_LINES_KEPT * (len(self.nonce) + len(" ERR \n") + STDERR_LINE_BYTES)
+        sections = sum(spec.max_bytes + 3 * frame + errors for spec in self.sections)
+        return sections + frame
+
 
 def shell_quote(text: str) -> str:
     """Quote ``text`` as one word for POSIX sh.

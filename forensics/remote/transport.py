@@ -11,10 +11,12 @@ unchanged) instead of on stdin.
 from __future__ import annotations
 
 import base64
+import contextlib
 import errno
 import hashlib
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -33,32 +35,57 @@ from forensics.core.errors import (
 )
 from forensics.core.models import HostKeySeen, Target
 from forensics.remote.host_script import Script
+from forensics.remote.received import Received
 
 # Linux refuses a single argv string over 128 KiB (MAX_ARG_STRLEN); keep a margin.
 MAX_COMMAND_BYTES = 120 * 1024
 READ_CHUNK = 1 << 16
+# A login shell's stderr is a few lines; more is noise or an attack, counted but dropped.
+RUN_STDERR_KEPT = 64 << 10
+# How long the local script gets, after TERM, to remove its temp dir before KILL.
+STOP_GRACE_S = 1.0
 # -n: fail at once, with one line on stderr, where sudo would ask for a password.
 SUDO = ("sudo", "-n")
 
 
 @dataclass
 class RunOutcome:
-    """What one run of the script gave back, however it ended."""
+    """What one run of the script gave back, however it ended; never more than the caps."""
 
-    stream: bytes
-    stderr: bytes
+    stdout: Received
+    stderr: Received
     exit_status: int | None
     ended_early: str | None
     host_key: HostKeySeen | None = None
     user: str | None = None
     port: int | None = None
 
+    @property
+    def stream(self) -> bytes:
+        return bytes(self.stdout.kept)
+
+    @property
+    def stderr_text(self) -> str:
+        return self.stderr.kept.decode("utf-8", "replace")
+
 
 def run(target: Target, script: Script, deadline: float) -> RunOutcome:
-    """Run ``script`` on ``target`` until it ends or ``deadline`` (a ``time.monotonic()``)."""
+    """Run ``script`` on ``target`` until it ends or ``deadline`` (a ``time.monotonic()``),
+    keeping at most what the script can write on stdout and ``RUN_STDERR_KEPT`` of stderr."""
     if target.is_local:
         return run_local(script, deadline, target.sudo)
     return run_ssh(target, script, deadline)
+
+
+def _streams(script: Script) -> tuple[Received, Received]:
+    return Received(cap=script.max_output_bytes), Received(cap=RUN_STDERR_KEPT)
+
+
+def _too_much(stdout: Received) -> str:
+    return (
+        f"the host sent more than the {stdout.cap} bytes the script can write on stdout "
+        "(not our script's output, or a forged stream); stopped reading"
+    )
 
 
 def run_local(script: Script, deadline: float, sudo: bool = False) -> RunOutcome:
@@ -70,33 +97,68 @@ def run_local(script: Script, deadline: float, sudo: bool = False) -> RunOutcome
         start_new_session=True,
     )
     assert process.stdout is not None and process.stderr is not None
-    out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
-    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
-    open_fds = {out_fd, err_fd}
+    stdout, stderr = _streams(script)
+    into = {process.stdout.fileno(): stdout, process.stderr.fileno(): stderr}
+    # Stop early enough that the script's own cleanup (TERM, then KILL) fits in the deadline.
+    stop_at = deadline - min(STOP_GRACE_S, max(0.0, deadline - time.monotonic()) / 10)
     ended_early = None
-    while open_fds:
-        remaining = deadline - time.monotonic()
+    while into and ended_early is None:
+        remaining = stop_at - time.monotonic()
         if remaining <= 0:
             ended_early = "the collection deadline passed"
-            os.killpg(process.pid, signal.SIGKILL)
             break
-        ready, _, _ = select.select(list(open_fds), [], [], min(remaining, 1.0))
+        ready, _, _ = select.select(list(into), [], [], min(remaining, 1.0))
         for fd in ready:
             data = os.read(fd, READ_CHUNK)
             if data:
-                chunks[fd].append(data)
+                into[fd].take(data)
             else:
-                open_fds.discard(fd)
-    exit_status = process.wait()
+                del into[fd]
+        if stdout.over:
+            ended_early = _too_much(stdout)
+    exit_status = _end_local(process, deadline) if ended_early else process.wait()
     process.stdout.close()
     process.stderr.close()
+    if ended_early:
+        _remove_local_leftovers(script, sudo)
     return RunOutcome(
-        stream=b"".join(chunks[out_fd]),
-        stderr=b"".join(chunks[err_fd]),
+        stdout=stdout,
+        stderr=stderr,
         exit_status=None if ended_early else exit_status,
         ended_early=ended_early,
         user=_local_user(),
     )
+
+
+def _end_local(process: subprocess.Popen[bytes], deadline: float) -> int:
+    """TERM the script's process group so its EXIT trap removes its temp dir; KILL what is
+    left by the deadline (or after the grace, when the deadline has passed)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        return process.wait(timeout=max(deadline - time.monotonic(), STOP_GRACE_S / 10))
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        return process.wait()
+
+
+def _remove_local_leftovers(script: Script, sudo: bool) -> None:
+    """A script killed before its EXIT trap ran leaves its temp dir (raw process tables,
+    command lines): remove it from here. The nonce names it, and nothing else."""
+    roots = {os.environ.get("TMPDIR") or "/tmp", "/tmp", "/dev/shm"}
+    for root in roots:
+        for left in Path(root).glob(f"forensics.*.{script.nonce}"):
+            if sudo:
+                subprocess.run(
+                    [*SUDO, "rm", "-rf", "--", str(left)],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=STOP_GRACE_S * 5,
+                    check=False,
+                )
+            else:
+                shutil.rmtree(left, ignore_errors=True)
 
 
 def _local_user() -> str | None:
@@ -273,7 +335,7 @@ def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
     try:
         transport = connection.transport
         assert transport is not None
-        outcome = _exec(transport, command, deadline)
+        outcome = _exec(transport, command, script, deadline)
         outcome.host_key = host_key
         outcome.user = connection.user
         outcome.port = connection.port
@@ -296,13 +358,14 @@ def _reason(error: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def _exec(transport: paramiko.Transport, command: str, deadline: float) -> RunOutcome:
+def _exec(
+    transport: paramiko.Transport, command: str, script: Script, deadline: float
+) -> RunOutcome:
     channel = transport.open_session()
     channel.exec_command(command)
-    stdout: list[bytes] = []
-    stderr: list[bytes] = []
+    stdout, stderr = _streams(script)
     ended_early = None
-    while True:
+    while ended_early is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             ended_early = "the collection deadline passed"
@@ -311,16 +374,17 @@ def _exec(transport: paramiko.Transport, command: str, deadline: float) -> RunOu
         if not ready:
             if not transport.is_active():
                 ended_early = "the SSH connection dropped"
-                break
             continue
         progressed = False
         while channel.recv_stderr_ready():
-            stderr.append(channel.recv_stderr(READ_CHUNK))
+            stderr.take(channel.recv_stderr(READ_CHUNK))
             progressed = True
         if channel.recv_ready():
             data = channel.recv(READ_CHUNK)
+            stdout.take(data)
+            if stdout.over:
+                ended_early = _too_much(stdout)
             if data:
-                stdout.append(data)
                 continue
         if channel.eof_received and not channel.recv_ready() and not progressed:
             break
@@ -329,7 +393,7 @@ def _exec(transport: paramiko.Transport, command: str, deadline: float) -> RunOu
     exit_status: int | None = None
     if ended_early is None:
         while channel.recv_stderr_ready():
-            stderr.append(channel.recv_stderr(READ_CHUNK))
+            stderr.take(channel.recv_stderr(READ_CHUNK))
         if channel.exit_status_ready() or _wait_status(channel, deadline):
             exit_status = channel.recv_exit_status()
         if exit_status == -1:
@@ -337,10 +401,7 @@ def _exec(transport: paramiko.Transport, command: str, deadline: float) -> RunOu
             ended_early = "the SSH session ended without an exit status"
     channel.close()
     return RunOutcome(
-        stream=b"".join(stdout),
-        stderr=b"".join(stderr),
-        exit_status=exit_status,
-        ended_early=ended_early,
+        stdout=stdout, stderr=stderr, exit_status=exit_status, ended_early=ended_early
     )
 
 
