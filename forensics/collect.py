@@ -80,12 +80,18 @@ def _status(decoded: Decoded, outcome: RunOutcome) -> tuple[CollectStatus, str |
     unfinished = [name for name, out in decoded.outputs.items() if not out.result.finished]
     if not unfinished and outcome.ended_early is None:
         return CollectStatus.ok, None
-    why = outcome.ended_early or decoded.fatal or "the script stopped early"
+    why = outcome.ended_early or decoded.fatal or _stopped(decoded)
     if decoded.running:
         why += f" while section {decoded.running} was running"
     if unfinished:
         why += f"; not collected: {', '.join(unfinished)}"
     return CollectStatus.partial, why
+
+
+def _stopped(decoded: Decoded, exit_status: int | None = None) -> str:
+    if decoded.garbled:
+        return "its output broke the framing the script writes: not our script, or forged"
+    return "the script stopped early" if exit_status is None else f"exit status {exit_status}"
 
 
 def _raise_nothing_collected(
@@ -111,7 +117,7 @@ def _raise_nothing_collected(
             f"{target.name}: {outcome.ended_early} before any section finished "
             f"(what came back is kept in {path})"
         )
-    detail = fatal or (said[-1] if said else f"exit status {outcome.exit_status}")
+    detail = fatal or (said[-1] if said else _stopped(decoded, outcome.exit_status))
     raise CollectionError(
         f"{target.name}: the collection script did not run ({detail}); "
         f"the host needs /bin/sh and base64 (raw output kept in {path})"
