@@ -37,8 +37,8 @@ def collect(host: SshServer, out: Path, timeout: str = "10") -> object:
     [
         (
             "negative size",
-            "printf '\\n%s START system\\n\\n%s DATA system 0 1.0 1.5 -40 k\\nabc\\n%s END system\\n'"
-            ' "$n" "$n" "$n"; sleep 1',
+            'printf \'\\n%s START system\\n\\n%s DATA system 0 1.0 1.5 -40 k\\nabc\' "$n" "$n";'
+            " printf '\\n%s END system\\n' \"$n\"; sleep 1",
         ),
         (
             "huge size",
