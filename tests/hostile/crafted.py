@@ -25,8 +25,6 @@ _NONCE = (
 )
 # What a terminal would obey: ESC, C1 controls (raw or UTF-8 encoded), bidi controls.
 RAW_CONTROL = re.compile(
-    
-)
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 )
 OSC_52 = "\\033]52;c;aGFja2Vk\\007"
