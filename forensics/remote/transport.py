@@ -14,6 +14,7 @@ import base64
 import contextlib
 import errno
 import hashlib
+import logging
 import os
 import select
 import shutil
@@ -37,11 +38,23 @@ from forensics.core.models import HostKeySeen, Target
 from forensics.remote.host_script import Script
 from forensics.remote.received import Received
 
+# paramiko logs the failures of its transport thread (a host that never sends its banner:
+# a 20-line traceback) to a logger without handlers, which Python then prints on stderr.
+# Each failure reaches the operator once, as the one line of the exception it raises here.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+_PUBLIC_KEY_TYPES = {
+    b"ssh-ed25519", b"ssh-rsa", b"ssh-dss", b"ecdsa-sha2-nistp256", b"ecdsa-sha2-nistp384",
+    b"ecdsa-sha2-nistp521", b"sk-ssh-ed25519@openssh.com", b"sk-ecdsa-sha2-nistp256@openssh.com",
+}  # fmt: skip
+
 # Linux refuses a single argv string over 128 KiB (MAX_ARG_STRLEN); keep a margin.
 MAX_COMMAND_BYTES = 120 * 1024
 READ_CHUNK = 1 << 16
 # A login shell's stderr is a few lines; more is noise or an attack, counted but dropped.
 RUN_STDERR_KEPT = 64 << 10
+# How long a failed SSH handshake's thread gets to record why it failed.
+_THREAD_END_S = 1.0
 # How long the local script gets, after TERM, to remove its temp dir before KILL.
 STOP_GRACE_S = 1.0
 # -n: fail at once, with one line on stderr, where sudo would ask for a password.
@@ -207,14 +220,19 @@ class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
         self.known_hosts = known_hosts
         self.accept_new = accept_new
         self.accepted: list[tuple[str, paramiko.PKey]] = []
+        self.target_key_name: str | None = None
+
+    def who(self, hostname: str) -> str:
+        """``hostname`` as the operator should read it: the target, or a jump host."""
+        return hostname if hostname == self.target_key_name else f"jump host {hostname}"
 
     def missing_host_key(
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
         if not self.accept_new:
             raise HostKeyRejected(
-                f"{hostname}: host key {key.get_name()} {fingerprint(key)} is not in "
-                f"{self.known_hosts}; check it, then re-run with --accept-new-host-key"
+                f"{self.who(hostname)}: host key {key.get_name()} {fingerprint(key)} is not "
+                f"in {self.known_hosts}; check it, then re-run with --accept-new-host-key"
             )
         client.get_host_keys().add(hostname, key.get_name(), key)
         self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
@@ -253,31 +271,77 @@ def _connection(target: Target) -> Connection:
         "auth_timeout": target.connect_timeout,
     }
     if target.identity:
-        if not Path(target.identity).expanduser().is_file():
-            raise UsageError(f"identity file not found: {target.identity}")
-        connect_kwargs["key_filename"] = [str(Path(target.identity).expanduser())]
+        identity = Path(target.identity).expanduser()
+        _check_identity(identity)
+        connect_kwargs["key_filename"] = [str(identity)]
         connect_kwargs["look_for_keys"] = False
         connect_kwargs["allow_agent"] = False
     assert target.host is not None
-    gateway = None
-    for hop in (target.proxy_jump or "").split(","):
-        if hop.strip():
-            gateway = Connection(
-                hop.strip(),
-                config=config,
-                gateway=gateway,
-                connect_timeout=target.connect_timeout,
-                connect_kwargs=connect_kwargs,
-            )
-    return Connection(
+    connection = Connection(
         target.host,
         user=target.user,
         port=target.port,
         config=config,
-        gateway=gateway,
+        gateway=False,
         connect_timeout=target.connect_timeout,
         connect_kwargs=connect_kwargs,
     )
+    connection.gateway = _jump_hosts(target, connection, config, connect_kwargs)
+    return connection
+
+
+def _jump_hosts(
+    target: Target, connection: Connection, config: Config, connect_kwargs: dict[str, object]
+) -> Connection | str | None:
+    """The chain of jump hosts, from ``--proxy-jump``/the inventory or else ssh_config's
+    ProxyJump; fabric silently drops a whole chain with a hop named like the target, so the
+    chain is built here, and a hop that is the target itself is refused."""
+    hops = target.proxy_jump or connection.ssh_config.get("proxyjump")
+    if not hops or hops.strip().lower() == "none":
+        proxy_command = connection.ssh_config.get("proxycommand")
+        return str(proxy_command) if proxy_command else None
+    gateway: Connection | None = None
+    for hop in (word.strip() for word in hops.split(",")):
+        if not hop:
+            continue
+        jump = Connection(
+            hop,
+            config=config,
+            gateway=gateway,
+            connect_timeout=target.connect_timeout,
+            connect_kwargs=connect_kwargs,
+        )
+        if (jump.host, jump.port) == (connection.host, connection.port):
+            raise UsageError(
+                f"{target.name}: the jump host {hop!r} is the target itself "
+                f"({connection.host}:{connection.port}); a hop must be another machine "
+                f"(for a ssh_config wildcard, exclude it: Host * !{target.host})"
+            )
+        gateway = jump
+    return gateway
+
+
+def _check_identity(path: Path) -> None:
+    """Refuse, before connecting, an identity file that cannot be a private key."""
+    if not path.is_file():
+        raise UsageError(f"identity file not found: {path}")
+    try:
+        with path.open("rb") as handle:
+            start = handle.read(64)
+    except OSError as error:
+        raise UsageError(f"identity file {path}: cannot read it ({error.strerror})") from error
+    if start.split(b" ", 1)[0] in _PUBLIC_KEY_TYPES or path.suffix == ".pub":
+        private = path.with_suffix("") if path.suffix == ".pub" else None
+        hint = f"; pass the private key ({private})" if private else "; pass the private key"
+        raise UsageError(f"identity file {path} is a public key{hint}")
+    try:
+        paramiko.PKey.from_path(path)
+    except paramiko.PasswordRequiredException:
+        return  # a real key; paramiko says so itself when it cannot use it
+    except (paramiko.SSHException, ValueError, UnicodeDecodeError, TypeError) as error:
+        raise UsageError(
+            f"identity file {path} is not a private key paramiko can read ({_reason(error)[:120]})"
+        ) from error
 
 
 def connect(target: Target) -> tuple[Connection, HostKeySeen]:
@@ -289,16 +353,20 @@ def connect(target: Target) -> tuple[Connection, HostKeySeen]:
     policy = _HostKeyPolicy(known_hosts, target.accept_new_host_key)
     _prepare_client(connection, policy)
     where = f"{connection.user}@{connection.host}:{connection.port}"
+    policy.target_key_name = (
+        connection.host if connection.port == 22 else f"[{connection.host}]:{connection.port}"
+    )
     try:
         connection.open()
     except HostKeyRejected:
         raise
     except paramiko.BadHostKeyException as error:
+        who = policy.who(error.hostname)
         raise HostKeyRejected(
-            f"{where}: HOST KEY CHANGED: it presented {fingerprint(error.key)}, "
-            f"{known_hosts} expects {fingerprint(error.expected_key)}; someone may be "
-            "intercepting, or the host was rebuilt: verify, then remove the old line "
-            f"(ssh-keygen -R '[{connection.host}]:{connection.port}' -f {known_hosts})"
+            f"{where if who == error.hostname else who}: HOST KEY CHANGED: it presented "
+            f"{fingerprint(error.key)}, {known_hosts} expects {fingerprint(error.expected_key)}; "
+            "someone may be intercepting, or the host was rebuilt: verify, then remove the "
+            f"old line (ssh-keygen -R '{error.hostname}' -f {known_hosts})"
         ) from error
     except paramiko.AuthenticationException as error:
         raise AuthRefused(
@@ -317,7 +385,7 @@ def connect(target: Target) -> tuple[Connection, HostKeySeen]:
             "check the address and port, or raise --connect-timeout"
         ) from error
     except (OSError, paramiko.SSHException, EOFError) as error:
-        raise Unreachable(f"{where}: cannot connect: {_reason(error)}") from error
+        raise Unreachable(f"{where}: {_failure(connection, error, target)}") from error
     transport = connection.transport
     assert transport is not None
     key = transport.get_remote_server_key()
@@ -351,6 +419,23 @@ def _refusal(error: paramiko.ssh_exception.NoValidConnectionsError) -> str:
     if causes & {errno.EHOSTUNREACH, errno.ENETUNREACH}:
         return "no route to host: the address is not reachable from here"
     return f"cannot connect: {_reason(error)}"
+
+
+def _failure(connection: Connection, error: BaseException, target: Target) -> str:
+    """Why the SSH handshake failed, from the transport thread's own exception when it has
+    one (paramiko then raises a vaguer one, such as "No existing session")."""
+    client = connection.client
+    transport = client.get_transport() if client is not None else None
+    if transport is not None and "no existing session" in str(error).lower():
+        transport.join(_THREAD_END_S)  # the thread may not have recorded its failure yet
+    cause = (transport.get_exception() if transport is not None else None) or error
+    if "banner" in str(cause).lower():
+        return (
+            f"no SSH banner within {target.connect_timeout:g}s: something accepts connections "
+            "on that port but does not speak SSH (a stalled sshd or another service); "
+            "check the port, or raise --connect-timeout"
+        )
+    return f"cannot connect: {_reason(cause)}"
 
 
 def _reason(error: BaseException) -> str:
