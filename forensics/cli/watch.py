@@ -112,9 +112,10 @@ def watch_command(
         connect_timeout,
     )  # fmt: skip
     nonce = secrets.token_hex(8)
-    ends_at = None if total_s is None else time.monotonic() + total_s
     try:
         with LineStream(parsed, sampler_script(nonce, every_s, count, cgroup)) as stream:
+            # Wall clock from the open connection; one interval more for the last sample.
+            ends_at = None if total_s is None else time.monotonic() + total_s + every_s
             _watch(stream, nonce, every_s, Until(count, ends_at), format, parsed)
     except KeyboardInterrupt:
         pass
