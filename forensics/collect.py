@@ -7,7 +7,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from forensics import __version__
-from forensics.core.errors import AuthRefused, CollectionError, DeadlineExceeded, UsageError
+from forensics.core.errors import (
+    AuthRefused,
+    CollectionError,
+    DeadlineExceeded,
+    Interrupted,
+    UsageError,
+)
 from forensics.core.escaping import one_line
 from forensics.core.models import CollectOptions, CollectStatus, Manifest, Target
 from forensics.core.probe import Captured
@@ -16,7 +22,7 @@ from forensics.judge.host_report import HostReport
 from forensics.probes import by_name
 from forensics.remote import bundle
 from forensics.remote.host_script import Decoded, compose, decode
-from forensics.remote.transport import RunOutcome, run
+from forensics.remote.transport import INTERRUPTED, RunOutcome, run
 
 # How much of a line the host wrote is quoted in a one-line error.
 HOST_TEXT_SHOWN = 200
@@ -61,6 +67,11 @@ def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float
         if output.result.finished
     }
     path = bundle.write(out, manifest, raw, bytes(outcome.stderr.kept))
+    if outcome.ended_early == INTERRUPTED:
+        raise Interrupted(
+            f"{target.name}: {INTERRUPTED}; {len(raw)} of {len(specs)} sections had come back, "
+            f"kept in {path}"
+        )
     if not raw:
         _raise_nothing_collected(target, outcome, decoded, path)
     captures = {

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -23,8 +25,10 @@ from forensics.cli.sweep import sweep_command
 from forensics.collect import collect
 from forensics.core.errors import (
     EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     ForensicsError,
+    Interrupted,
     UsageError,
 )
 from forensics.core.focus import focus_problem
@@ -41,7 +45,7 @@ from forensics.reports import Format, render_host
 EXIT_CODES_HELP = """
 Exit status: 0 collected, no finding at or above --fail-on; 1 collected with such a finding;
 2 usage or configuration error; 3 could not collect (unreachable, auth refused, host key
-unknown or changed, deadline hit before anything came back).
+unknown or changed, deadline hit before anything came back); 130 interrupted (SIGINT).
 """
 
 app = typer.Typer(
@@ -257,12 +261,14 @@ app.add_typer(inventory_app, name="inventory")
 
 def main() -> None:
     """Entry point: run the app, turning every known failure into one line and a status."""
+    # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         app()
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        _fail("interrupted (SIGINT)", EXIT_INTERRUPTED)
     except Exception as error:
         if os.environ.get("FORENSICS_DEBUG"):
             raise
@@ -271,6 +277,10 @@ def main() -> None:
             "traceback, and report it)",
             70,
         )
+
+
+def _interrupt(number: int, frame: FrameType | None) -> None:
+    raise Interrupted("interrupted (SIGINT) before anything was kept")
 
 
 def _fail(message: str, status: int) -> None:

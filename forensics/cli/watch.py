@@ -24,7 +24,7 @@ from typing import Annotated
 import typer
 
 from forensics.cli.messages import say
-from forensics.core.errors import CollectionError, UsageError
+from forensics.core.errors import CollectionError, Interrupted, UsageError
 from forensics.core.escaping import inert_json
 from forensics.core.models import Target
 from forensics.core.quantities import gib, parse_duration, seconds_text
@@ -117,8 +117,8 @@ def watch_command(
             # Wall clock from the open connection; one interval more for the last sample.
             ends_at = None if total_s is None else time.monotonic() + total_s + every_s
             _watch(stream, nonce, every_s, Until(count, ends_at), format, parsed)
-    except KeyboardInterrupt:
-        pass
+    except (KeyboardInterrupt, Interrupted):
+        pass  # Ctrl-C is how a watch without --for ends
     raise typer.Exit(0)
 
 

@@ -2,7 +2,7 @@
 
 Exit statuses (documented in the README and ``forensics --help``):
 0 collected, nothing at or above ``--fail-on``; 1 collected with such a finding;
-2 usage or configuration error; 3 could not collect.
+2 usage or configuration error; 3 could not collect; 130 interrupted (SIGINT).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_NOT_COLLECTED = 3
+EXIT_INTERRUPTED = 130
 
 
 class ForensicsError(Exception):
@@ -52,6 +53,12 @@ class HostKeyRejected(CollectionError):
     """Unknown host key under strict checking, or a key that changed."""
 
     status = CollectStatus.host_key_rejected
+
+
+class Interrupted(ForensicsError):
+    """The operator stopped the run (SIGINT); the message says what was kept."""
+
+    exit_code = EXIT_INTERRUPTED
 
 
 class DeadlineExceeded(CollectionError):

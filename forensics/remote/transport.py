@@ -31,6 +31,7 @@ from fabric import Config, Connection
 from forensics.core.errors import (
     AuthRefused,
     HostKeyRejected,
+    Interrupted,
     Unreachable,
     UsageError,
 )
@@ -53,6 +54,8 @@ MAX_COMMAND_BYTES = 120 * 1024
 READ_CHUNK = 1 << 16
 # A login shell's stderr is a few lines; more is noise or an attack, counted but dropped.
 RUN_STDERR_KEPT = 64 << 10
+# ``RunOutcome.ended_early`` when the operator pressed Ctrl-C during the run.
+INTERRUPTED = "interrupted (SIGINT)"
 # How long a failed SSH handshake's thread gets to record why it failed.
 _THREAD_END_S = 1.0
 # How long the local script gets, after TERM, to remove its temp dir before KILL.
@@ -120,7 +123,11 @@ def run_local(script: Script, deadline: float, sudo: bool = False) -> RunOutcome
         if remaining <= 0:
             ended_early = "the collection deadline passed"
             break
-        ready, _, _ = select.select(list(into), [], [], min(remaining, 1.0))
+        try:
+            ready, _, _ = select.select(list(into), [], [], min(remaining, 1.0))
+        except Interrupted:
+            ended_early = INTERRUPTED
+            break
         for fd in ready:
             data = os.read(fd, READ_CHUNK)
             if data:
@@ -145,11 +152,12 @@ def run_local(script: Script, deadline: float, sudo: bool = False) -> RunOutcome
 
 def _end_local(process: subprocess.Popen[bytes], deadline: float) -> int:
     """TERM the script's process group so its EXIT trap removes its temp dir; KILL what is
-    left by the deadline (or after the grace, when the deadline has passed)."""
+    left after the grace, or by the deadline when that comes first."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
+    grace = min(STOP_GRACE_S, max(deadline - time.monotonic(), STOP_GRACE_S / 10))
     try:
-        return process.wait(timeout=max(deadline - time.monotonic(), STOP_GRACE_S / 10))
+        return process.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -455,7 +463,11 @@ def _exec(
         if remaining <= 0:
             ended_early = "the collection deadline passed"
             break
-        ready, _, _ = select.select([channel], [], [], min(remaining, 1.0))
+        try:
+            ready, _, _ = select.select([channel], [], [], min(remaining, 1.0))
+        except Interrupted:
+            ended_early = INTERRUPTED
+            break
         if not ready:
             if not transport.is_active():
                 ended_early = "the SSH connection dropped"
