@@ -228,19 +228,14 @@ class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
         self.known_hosts = known_hosts
         self.accept_new = accept_new
         self.accepted: list[tuple[str, paramiko.PKey]] = []
-        self.target_key_name: str | None = None
-
-    def who(self, hostname: str) -> str:
-        """``hostname`` as the operator should read it: the target, or a jump host."""
-        return hostname if hostname == self.target_key_name else f"jump host {hostname}"
 
     def missing_host_key(
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
         if not self.accept_new:
             raise HostKeyRejected(
-                f"{self.who(hostname)}: host key {key.get_name()} {fingerprint(key)} is not "
-                f"in {self.known_hosts}; check it, then re-run with --accept-new-host-key"
+                f"host key {key.get_name()} {fingerprint(key)} is not in {self.known_hosts}; "
+                "check it, then re-run with --accept-new-host-key"
             )
         client.get_host_keys().add(hostname, key.get_name(), key)
         self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
@@ -354,27 +349,53 @@ def _check_identity(path: Path) -> None:
 
 def connect(target: Target) -> tuple[Connection, HostKeySeen]:
     """Open ONE SSH connection to ``target`` under our host-key policy, or raise the
-    exception the operator can act on (unreachable, auth refused, host key rejected).
-    The caller closes the connection."""
+    exception the operator can act on (unreachable, auth refused, host key rejected),
+    naming the jump host when a hop failed. The caller closes the connection."""
     connection = _connection(target)
     known_hosts = Path(target.known_hosts or Path.home() / ".ssh" / "known_hosts").expanduser()
     policy = _HostKeyPolicy(known_hosts, target.accept_new_host_key)
     _prepare_client(connection, policy)
-    where = f"{connection.user}@{connection.host}:{connection.port}"
-    policy.target_key_name = (
-        connection.host if connection.port == 22 else f"[{connection.host}]:{connection.port}"
+    hops: list[Connection] = []
+    gateway = connection.gateway
+    while isinstance(gateway, Connection):
+        hops.insert(0, gateway)
+        gateway = gateway.gateway
+    try:
+        for hop in hops:
+            _open(hop, f"jump host {hop.user}@{hop.host}:{hop.port}", target, known_hosts)
+        where = f"{connection.user}@{connection.host}:{connection.port}"
+        _open(connection, where, target, known_hosts)
+    except BaseException:
+        for opened in (connection, *reversed(hops)):
+            opened.close()
+        raise
+    transport = connection.transport
+    assert transport is not None
+    key = transport.get_remote_server_key()
+    host_key = HostKeySeen(
+        key_type=key.get_name(),
+        sha256_fingerprint=fingerprint(key),
+        trust="accepted_new" if policy.accepted else "known_hosts",
     )
+    return connection, host_key
+
+
+def _open(connection: Connection, where: str, target: Target, known_hosts: Path) -> None:
+    """Open one hop (fabric opens the hops before it, already open), or raise the one
+    exception the operator can act on, naming ``where``."""
     try:
         connection.open()
-    except HostKeyRejected:
-        raise
+    except HostKeyRejected as error:
+        raise HostKeyRejected(f"{where}: {error.message}") from error
     except paramiko.BadHostKeyException as error:
-        who = policy.who(error.hostname)
+        name = (
+            connection.host if connection.port == 22 else f"[{connection.host}]:{connection.port}"
+        )
         raise HostKeyRejected(
-            f"{where if who == error.hostname else who}: HOST KEY CHANGED: it presented "
-            f"{fingerprint(error.key)}, {known_hosts} expects {fingerprint(error.expected_key)}; "
-            "someone may be intercepting, or the host was rebuilt: verify, then remove the "
-            f"old line (ssh-keygen -R '{error.hostname}' -f {known_hosts})"
+            f"{where}: HOST KEY CHANGED: it presented {fingerprint(error.key)}, "
+            f"{known_hosts} expects {fingerprint(error.expected_key)}; someone may be "
+            "intercepting, or the host was rebuilt: verify, then remove the old line "
+            f"(ssh-keygen -R '{name}' -f {known_hosts})"
         ) from error
     except paramiko.AuthenticationException as error:
         raise AuthRefused(
@@ -394,15 +415,6 @@ def connect(target: Target) -> tuple[Connection, HostKeySeen]:
         ) from error
     except (OSError, paramiko.SSHException, EOFError) as error:
         raise Unreachable(f"{where}: {_failure(connection, error, target)}") from error
-    transport = connection.transport
-    assert transport is not None
-    key = transport.get_remote_server_key()
-    host_key = HostKeySeen(
-        key_type=key.get_name(),
-        sha256_fingerprint=fingerprint(key),
-        trust="accepted_new" if policy.accepted else "known_hosts",
-    )
-    return connection, host_key
 
 
 def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
