@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -27,6 +27,7 @@ from forensics.core.errors import (
     EXIT_FINDINGS,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_USAGE,
     ForensicsError,
     Interrupted,
     UsageError,
@@ -264,7 +265,15 @@ def main() -> None:
     # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        app()
+        status = app(standalone_mode=False)
+    except _CLICK_USAGE_ERROR as error:  # click's own text would echo the bad value raw
+        context = getattr(error, "ctx", None)
+        command = context.command_path if context is not None else "forensics"
+        _fail(f"{error.format_message()} (see {command} --help)", EXIT_USAGE)
+    except _CLICK_EXCEPTION as error:
+        _fail(error.format_message(), error.exit_code)
+    except typer.Abort:
+        _fail("aborted", EXIT_USAGE)
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
     except KeyboardInterrupt:
@@ -277,6 +286,16 @@ def main() -> None:
             "traceback, and report it)",
             70,
         )
+    sys.exit(status if isinstance(status, int) else EXIT_OK)
+
+
+def _click_class(name: str) -> Any:
+    """click's exception classes, from typer's own click or the click package alike."""
+    return next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == name)
+
+
+_CLICK_USAGE_ERROR = _click_class("UsageError")
+_CLICK_EXCEPTION = _click_class("ClickException")
 
 
 def _interrupt(number: int, frame: FrameType | None) -> None:
