@@ -27,6 +27,7 @@ def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float
         raise UsageError(f"unknown probe {error.args[0]!r}") from error
     specs = [spec for probe in probes for spec in probe.sections(options)]
     script = compose(specs)
+    bundle.check_out(out, room=bundle.room_needed(specs, script))
     started = datetime.now(UTC)
     outcome = run(target, script, time.monotonic() + timeout_s)
     finished = datetime.now(UTC)
@@ -54,9 +55,6 @@ def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float
         for name, output in decoded.outputs.items()
         if output.result.finished
     }
-    path = bundle.write(out, manifest, raw, outcome.stderr)
-    if not raw:
-        _raise_nothing_collected(target, outcome, decoded, path)
     captures = {
         name: Captured(
             result=output.result,
@@ -65,9 +63,16 @@ def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float
         )
         for name, output in decoded.outputs.items()
     }
-    report = analyze(manifest, captures, bundle=str(path))
-    bundle.write_report(path, report.model_dump_json(indent=2))
-    return report
+    judged: list[HostReport] = []
+
+    def report_at(path: Path) -> str:
+        judged[:] = [analyze(manifest, captures, bundle=str(path))]
+        return judged[0].model_dump_json(indent=2)
+
+    path = bundle.write(out, manifest, raw, outcome.stderr, report_at)
+    if not raw:
+        _raise_nothing_collected(target, outcome, decoded, path)
+    return judged[0]
 
 
 def _status(decoded: Decoded, outcome: RunOutcome) -> tuple[CollectStatus, str | None]:

@@ -33,6 +33,10 @@ class BundleError(ForensicsError):
     """A bundle directory that is missing, incomplete or not ours."""
 
 
+class OutputUnwritable(ForensicsError):
+    """The bundle could not be written (a full or read-only file system); nothing was kept."""
+
+
 class CollectionError(ForensicsError):
     """The host could not be collected; ``status`` says how it failed."""
 
