@@ -8,7 +8,13 @@ from pathlib import Path
 
 from forensics import __version__
 from forensics.core.errors import AuthRefused, CollectionError, DeadlineExceeded, UsageError
-from forensics.core.models import CollectOptions, CollectStatus, Manifest, Target
+from forensics.core.models import (
+    CollectOptions,
+    CollectStatus,
+    Manifest,
+    SectionSpec,
+    Target,
+)
 from forensics.core.probe import Captured
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
@@ -21,11 +27,7 @@ from forensics.remote.transport import RunOutcome, run
 def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float) -> HostReport:
     """Collect ``target`` within ``timeout_s`` seconds; raise ``CollectionError`` when
     nothing could be collected. Whatever came back is written to a bundle under ``out``."""
-    try:
-        probes = by_name(options.probes)
-    except KeyError as error:
-        raise UsageError(f"unknown probe {error.args[0]!r}") from error
-    specs = [spec for probe in probes for spec in probe.sections(options)]
+    specs = _sections(options)
     script = compose(specs)
     bundle.check_out(out, room=bundle.room_needed(specs, script))
     started = datetime.now(UTC)
@@ -73,6 +75,20 @@ def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float
     if not raw:
         _raise_nothing_collected(target, outcome, decoded, path)
     return judged[0]
+
+
+def room_needed(options: CollectOptions) -> int:
+    """The most disk one bundle collected with ``options`` can take."""
+    specs = _sections(options)
+    return bundle.room_needed(specs, compose(specs))
+
+
+def _sections(options: CollectOptions) -> list[SectionSpec]:
+    try:
+        probes = by_name(options.probes)
+    except KeyError as error:
+        raise UsageError(f"unknown probe {error.args[0]!r}") from error
+    return [spec for probe in probes for spec in probe.sections(options)]
 
 
 def _status(decoded: Decoded, outcome: RunOutcome) -> tuple[CollectStatus, str | None]:

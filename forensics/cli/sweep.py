@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
+from forensics.collect import room_needed
 from forensics.core.duration_input import parse_duration
 from forensics.core.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
 from forensics.core.models import Severity
@@ -28,6 +29,7 @@ from forensics.fleet.sweep import (
     Sweep,
     signal_handlers,
 )
+from forensics.remote import bundle
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
 
@@ -149,7 +151,7 @@ def sweep_command(
         host.with_deadlines(timeout_s, connect_timeout_s)
         for host in loaded.select(group or (), limit or ())
     ]
-    out.mkdir(parents=True, exist_ok=True)
+    bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
     with SweepLock(lock or out / "sweep.lock"):
         store = History.open(history or out / "history.sqlite", warn)
         try:
