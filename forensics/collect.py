@@ -24,9 +24,16 @@ from forensics.remote.host_script import Decoded, compose, decode
 from forensics.remote.transport import RunOutcome, run
 
 
-def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float) -> HostReport:
+def collect(
+    target: Target,
+    options: CollectOptions,
+    out: Path,
+    timeout_s: float,
+    gate: bundle.CommitGate | None = None,
+) -> HostReport:
     """Collect ``target`` within ``timeout_s`` seconds; raise ``CollectionError`` when
-    nothing could be collected. Whatever came back is written to a bundle under ``out``."""
+    nothing could be collected. Whatever came back is written to a bundle under ``out``
+    (unless ``gate`` was closed first: a sweep that stopped waiting)."""
     specs = _sections(options)
     script = compose(specs)
     bundle.check_out(out, room=bundle.room_needed(specs, script))
@@ -71,9 +78,13 @@ def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float
         judged[:] = [analyze(manifest, captures, bundle=str(path))]
         return judged[0].model_dump_json(indent=2)
 
-    path = bundle.write(out, manifest, raw, outcome.stderr, report_at)
+    path = bundle.write(out, manifest, raw, outcome.stderr, report_at, gate)
     if not raw:
-        _raise_nothing_collected(target, outcome, decoded, path)
+        try:
+            _raise_nothing_collected(target, outcome, decoded, path)
+        except CollectionError as error:
+            error.bundle = str(path)
+            raise
     return judged[0]
 
 

@@ -37,11 +37,17 @@ class OutputUnwritable(ForensicsError):
     """The bundle could not be written (a full or read-only file system); nothing was kept."""
 
 
+class Abandoned(ForensicsError):
+    """A sweep stopped waiting for this host before its bundle was committed."""
+
+
 class CollectionError(ForensicsError):
-    """The host could not be collected; ``status`` says how it failed."""
+    """The host could not be collected; ``status`` says how it failed; ``bundle`` is the
+    bundle that keeps what came back, when one was written."""
 
     exit_code = EXIT_NOT_COLLECTED
     status: CollectStatus = CollectStatus.unreachable
+    bundle: str | None = None
 
 
 class Unreachable(CollectionError):

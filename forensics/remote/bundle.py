@@ -13,6 +13,7 @@ Layout (written to a temp dir, then renamed into place, so a bundle is whole or 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -22,14 +23,15 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from forensics.core.errors import BundleError, OutputUnwritable, UsageError
+from forensics.core.errors import Abandoned, BundleError, OutputUnwritable, UsageError
 from forensics.core.models import Manifest, SectionSpec
 from forensics.core.probe import Captured
 from forensics.remote.host_script import Script
@@ -65,12 +67,41 @@ def timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H-%M-%SZ")
 
 
+class CommitGate:
+    """Decides, once, whether a bundle may still appear: the sweep closes it when it stops
+    waiting for a host, the writer passes it at the final rename. Whoever comes first wins,
+    so a bundle on disk is always one the fleet report lists, and a host the report calls
+    interrupted has none."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "open"
+
+    def close(self) -> bool:
+        """Refuse any later bundle; False when one was already committed."""
+        with self._lock:
+            if self._state == "committed":
+                return False
+            self._state = "closed"
+            return True
+
+    @contextlib.contextmanager
+    def committing(self) -> Iterator[bool]:
+        """Hold the gate during the rename; yields whether the rename may happen."""
+        with self._lock:
+            allowed = self._state != "closed"
+            yield allowed
+            if allowed:
+                self._state = "committed"
+
+
 def write(
     out: Path,
     manifest: Manifest,
     raw: dict[str, RawSection],
     run_stderr: bytes,
     report_json: Callable[[Path], str] | None = None,
+    gate: CommitGate | None = None,
 ) -> Path:
     """Write the bundle and return its final path: it appears under that name complete,
     ``report.json`` included (``report_json(final path)`` renders it), or not at all.
@@ -96,12 +127,17 @@ def write(
             final = _free_name(parent, timestamp(manifest.started))
             if report_json is not None:
                 (staging / REPORT).write_text(report_json(final) + "\n")
-            try:
-                os.rename(staging, final)
-            except OSError as error:
-                if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                    raise
-                continue  # another collection took the name in between: take the next one
+            with (gate or CommitGate()).committing() as allowed:
+                if not allowed:
+                    raise Abandoned(
+                        f"{manifest.target.name}: the sweep stopped waiting; no bundle was kept"
+                    )
+                try:
+                    os.rename(staging, final)
+                except OSError as error:
+                    if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                        raise
+                    continue  # another collection took the name in between: take the next
             return final
     except OSError as error:
         shutil.rmtree(staging, ignore_errors=True)
