@@ -138,9 +138,12 @@ class History:
         refused = _not_ours(path, owner=False)
         if refused is not None:
             raise UsageError(f"history {path} {refused}")
+        # A WAL database cannot be opened read-only on a read-only mount (no -shm can be
+        # made); nothing can change it there, so it is opened as immutable.
+        frozen = "&immutable=1" if _read_only_mount(path) else ""
         try:
             connection = sqlite3.connect(
-                f"{path.resolve().as_uri()}?mode=ro",
+                f"{path.resolve().as_uri()}?mode=ro{frozen}",
                 uri=True,
                 timeout=BUSY_TIMEOUT_MS / 1000,
                 isolation_level=None,
@@ -335,6 +338,13 @@ def _not_ours(path: Path, header: bool = True, owner: bool = True) -> str | None
     if start != SQLITE_HEADER:
         return "is not an SQLite database (no SQLite header), so not a history this tool wrote"
     return None
+
+
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _is_corruption(error: sqlite3.Error) -> bool:
