@@ -96,5 +96,6 @@ def import_vastai_command(
         raise UsageError(f"{source}: cannot read: {error}") from error
     hosts, skipped = parse_instances(text)
     for note in notes(hosts, skipped):
-        sys.stderr.write(f"forensics: {inert(note)}\n")
+        shown = inert(note).replace("\n", "\\n")  # one line per note, whatever a label holds
+        sys.stderr.write(f"forensics: {shown}\n")
     sys.stdout.write(to_yaml(hosts))
