@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ from rich.console import Console
 from forensics.cli.fail_on import parse_fail_on
 from forensics.collect import room_needed
 from forensics.core.duration_input import parse_duration
-from forensics.core.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
+from forensics.core.errors import UsageError
+from forensics.core.exit_status import ExitStatus
 from forensics.core.models import Severity
 from forensics.fleet.inventory import load_inventory
 from forensics.fleet.lock import SweepLock
@@ -27,13 +29,12 @@ from forensics.fleet.sweep import (
     QuietObserver,
     StopRequest,
     Sweep,
+    abandoned_threads,
     signal_handlers,
 )
 from forensics.remote import bundle
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
-
-EXIT_BY_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
 
 
 def warn(message: str) -> None:
@@ -51,18 +52,20 @@ def _duration(option: str, value: str, positive: bool = True) -> float:
     return seconds
 
 
-def exit_status(report: FleetReport, fail_on: Severity | None, allow_unreachable: int) -> int:
+def exit_status(
+    report: FleetReport, fail_on: Severity | None, allow_unreachable: int
+) -> ExitStatus:
     """130/143 when a signal stopped it; 3 when more hosts than allowed were not collected;
     1 when a collected host has a finding at or above ``fail_on``; else 0."""
     if report.interrupted_by is not None:
-        return EXIT_BY_SIGNAL.get(report.interrupted_by, 130)
+        return ExitStatus.by_signal(report.interrupted_by)
     if len(report.not_collected) > allow_unreachable:
-        return EXIT_NOT_COLLECTED
+        return ExitStatus.not_collected
     if fail_on is not None and any(
         host.worst is not None and host.worst.rank >= fail_on.rank for host in report.hosts
     ):
-        return EXIT_FINDINGS
-    return EXIT_OK
+        return ExitStatus.findings
+    return ExitStatus.ok
 
 
 def sweep_command(
@@ -173,11 +176,19 @@ def sweep_command(
                     _say,
                 )
                 if last is None or last.interrupted_by is None:
-                    raise typer.Exit(EXIT_OK)
+                    raise typer.Exit(ExitStatus.ok)
                 report = last
         finally:
             store.close()
-    raise typer.Exit(exit_status(report, threshold, allow_unreachable))
+    status = exit_status(report, threshold, allow_unreachable)
+    if abandoned_threads():
+        # Hosts given up on still run in daemon threads; letting the interpreter finalize
+        # under them can abort the process (a thread killed inside native code). Everything
+        # is written and closed by now, so leave at once.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    raise typer.Exit(status)
 
 
 def _sweep_once(

@@ -48,6 +48,7 @@ from forensics.remote.bundle import STAGING_PREFIX, CommitGate
 FLEET_REPORT = "fleet.json"
 WATCHDOG_SLACK_S = 10.0
 _POLL_S = 0.1
+_THREAD_PREFIX = "sweep-"
 
 
 class SweepObserver(Protocol):
@@ -204,7 +205,7 @@ class Sweep:
         flight = _InFlight(host=host, started=datetime.now(UTC), give_up_at=give_up_at)
         thread = threading.Thread(
             target=lambda: results.put(collect_host(host, sweep_dir, flight.gate)),
-            name=f"sweep-{host.name}",
+            name=f"{_THREAD_PREFIX}{host.name}",
             daemon=True,
         )
         thread.start()
@@ -313,6 +314,11 @@ def _not_started(host: ResolvedHost, why: str) -> HostRun:
         status=HostStatus.not_started,
         reason=f"not started: {why} stopped the sweep first",
     )
+
+
+def abandoned_threads() -> bool:
+    """Whether a host's collection thread is still running (given up on or interrupted)."""
+    return any(thread.name.startswith(_THREAD_PREFIX) for thread in threading.enumerate())
 
 
 def _remove_staging(sweep_dir: Path) -> None:

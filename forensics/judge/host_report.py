@@ -16,7 +16,7 @@ from forensics.core.models import (
     Target,
 )
 from forensics.core.redaction import redact_value
-from forensics.judge.timeline import TimelineEvent
+from forensics.core.timeline_event import TimelineEvent
 
 SCHEMA_VERSION = 1
 

@@ -77,6 +77,10 @@ class CommitGate:
         self._lock = threading.Lock()
         self._state = "open"
 
+    @property
+    def closed(self) -> bool:
+        return self._state == "closed"
+
     def close(self) -> bool:
         """Refuse any later bundle; False when one was already committed."""
         with self._lock:
@@ -112,6 +116,8 @@ def write(
     """
     parent = out / slug(manifest.target.name)
     staging = parent / f"{STAGING_PREFIX}{secrets.token_hex(4)}"
+    if gate is not None and gate.closed:
+        raise Abandoned(f"{manifest.target.name}: the sweep stopped waiting; no bundle was kept")
     try:
         parent.mkdir(parents=True, exist_ok=True)
         (staging / "raw").mkdir(parents=True)
@@ -197,6 +203,8 @@ def load(path: Path) -> tuple[Manifest, dict[str, Captured]]:
     hash. Anything else is a ``BundleError`` naming the first problem: evidence that cannot
     be trusted is not judged at all.
     """
+    if not path.exists():
+        raise BundleError(f"{path}: does not exist")
     if not path.is_dir():
         raise BundleError(f"{path}: not a forensics bundle (not a directory)")
     if not (path / MANIFEST).exists() and not (path / MANIFEST).is_symlink():
