@@ -16,6 +16,7 @@ from forensics.core.models import (
     Target,
 )
 from forensics.core.probe import Captured
+from forensics.core.redaction import redact
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.probes import by_name
@@ -122,7 +123,7 @@ def _raise_nothing_collected(
             f"{target.name}: the deadline passed before any section finished "
             f"(raw output kept in {path}); raise --timeout"
         )
-    said = outcome.stderr.decode("utf-8", "replace").strip().splitlines()
+    said = redact(outcome.stderr.decode("utf-8", "replace")).strip().splitlines()
     refusal = next((line for line in said if "sudo" in line), None)
     if target.sudo and refusal is not None:
         who = outcome.user or target.user or "the login user"

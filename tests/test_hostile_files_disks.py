@@ -291,3 +291,23 @@ def test_lock_that_is_not_a_lock_file_is_refused_untouched(
     assert _one_line(result.stderr).startswith(f"forensics: --lock {lock}: ")
     assert precious.read_text() == "root:x:0:0:root:/root:/bin/sh\n"
     assert stat.S_ISCHR(device.lstat().st_mode)
+
+
+# --- report -o ----------------------------------------------------------------------------
+
+
+def test_report_output_to_a_device_writes_into_it_and_never_replaces_it(
+    tmp_path: Path, device: Path
+) -> None:
+    out = tmp_path / "out"
+    collected = run_cli("collect", "local", "--probe", "system", "--out", str(out), "-f", "json")
+    assert collected.exit_code in (0, 1), collected.stderr
+    source = json.loads(collected.stdout)["bundle"]
+    result = run_cli("report", source, "-o", str(device))
+    assert result.exit_code == 0 and result.stderr == "", result
+    assert stat.S_ISCHR(device.lstat().st_mode) and device.lstat().st_rdev == os.makedev(1, 3)
+    assert [path.name for path in device.parent.iterdir()] == ["null"]
+    link = tmp_path / "latest.md"
+    link.symlink_to(tmp_path / "real.md")
+    assert run_cli("report", source, "-o", str(link)).exit_code == 0
+    assert link.is_symlink() and (tmp_path / "real.md").read_text().startswith("#")

@@ -89,7 +89,22 @@ def load_report(source: Path) -> HostReport | FleetReport:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write beside the target, then rename: a reader never sees half a report."""
+    """Write beside the target, then rename: a reader never sees half a report.
+
+    Only a regular file is ever replaced: a device or a pipe (``-o /dev/stdout``) is
+    written into as a shell redirection would, never renamed over, and a symlink is
+    followed to the file it names.
+    """
+    path = path.resolve() if path.is_symlink() else path
+    if path.exists() and not path.is_file():
+        if path.is_dir():
+            raise UsageError(f"{path}: is a directory; name a file for the report")
+        try:
+            with path.open("w", encoding="utf-8") as stream:
+                stream.write(text)
+        except OSError as error:
+            raise UsageError(f"{path}: cannot write the report ({error.strerror})") from error
+        return
     aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
     try:
         aside.write_text(text, encoding="utf-8")

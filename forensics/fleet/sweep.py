@@ -31,7 +31,7 @@ from typing import Protocol
 
 from forensics import __version__
 from forensics.collect import collect
-from forensics.core.errors import CollectionError, ForensicsError
+from forensics.core.errors import CollectionError, ForensicsError, OutputUnwritable
 from forensics.fleet.fingerprint import compare, fully_read_sections, track
 from forensics.fleet.inventory import ResolvedHost
 from forensics.fleet.report import (
@@ -330,5 +330,11 @@ def _remove_staging(sweep_dir: Path) -> None:
 
 def _write_atomically(path: Path, text: str) -> None:
     aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    aside.write_text(text)
-    aside.replace(path)
+    try:
+        aside.write_text(text)
+        aside.replace(path)
+    except OSError as error:
+        aside.unlink(missing_ok=True)
+        raise OutputUnwritable(
+            f"{path}: cannot write the fleet report ({error.strerror})"
+        ) from error
