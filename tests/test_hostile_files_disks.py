@@ -311,3 +311,27 @@ def test_report_output_to_a_device_writes_into_it_and_never_replaces_it(
     link.symlink_to(tmp_path / "real.md")
     assert run_cli("report", source, "-o", str(link)).exit_code == 0
     assert link.is_symlink() and (tmp_path / "real.md").read_text().startswith("#")
+
+
+def test_report_of_an_endless_file_is_refused_not_read_whole() -> None:
+    result = run_cli("report", "/dev/zero", timeout=30)
+    assert result.exit_code == 2
+    assert _one_line(result.stderr) == (
+        "forensics: /dev/zero: not a forensics JSON report (larger than 256 MiB; refused)"
+    )
+
+
+def test_another_users_history_is_never_moved(tmp_path: Path) -> None:
+    database = tmp_path / "history.sqlite"
+    database.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4096)  # corrupt, but not ours
+    os.chown(database, 65534, 65534)
+    inventory = _closed_inventory(tmp_path / "inventory.yaml")
+    result = run_cli(
+        "sweep", "--inventory", str(inventory), "--out", str(tmp_path / "out"),
+        "--history", str(database), "--allow-unreachable", "1",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert f"{database} belongs to another user (uid 65534); left it untouched" in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "history.sqlite", "inventory.yaml", "out"
+    ]  # fmt: skip

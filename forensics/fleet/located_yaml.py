@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from forensics.core.files import read_bounded as read_bounded_bytes
+
 Path = tuple[str | int, ...]
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -101,13 +103,8 @@ def load_located(text: str) -> LocatedYaml:
 
 
 def read_bounded(path: os.PathLike[str] | str, limit: int = MAX_BYTES) -> str:
-    """The UTF-8 text of ``path``, refused (``ValueError``) past ``limit`` bytes, so that
-    ``/dev/zero`` or a huge file is not read whole."""
-    with open(path, "rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"larger than {limit // (1024 * 1024)} MiB; refused")
-    return data.decode("utf-8")
+    """The UTF-8 text of ``path``, refused (``ValueError``) past ``limit`` bytes."""
+    return read_bounded_bytes(path, limit).decode("utf-8")
 
 
 def _unreadable_character(text: str, error: yaml.reader.ReaderError) -> YamlProblem:
