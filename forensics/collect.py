@@ -36,7 +36,7 @@ def collect(
     nothing could be collected. Whatever came back is written to a bundle under ``out``
     (unless ``gate`` was closed first: a sweep that stopped waiting)."""
     specs = _sections(options)
-    script = compose(specs)
+    script = compose(specs, focus=options.focus)
     bundle.check_out(out, room=bundle.room_needed(specs, script))
     started = datetime.now(UTC)
     outcome = run(target, script, time.monotonic() + timeout_s)
@@ -92,7 +92,7 @@ def collect(
 def room_needed(options: CollectOptions) -> int:
     """The most disk one bundle collected with ``options`` can take."""
     specs = _sections(options)
-    return bundle.room_needed(specs, compose(specs))
+    return bundle.room_needed(specs, compose(specs, focus=options.focus))
 
 
 def _sections(options: CollectOptions) -> list[SectionSpec]:
