@@ -44,6 +44,7 @@ SHELLS = [
         ("cuzk[[:word:]]", "[:word:] is not a character class"),
         ("[[=e=]]", "equivalence class"),
         ("[z-a]", "runs backwards"),
+        ("[[:alpha:]-z]", "starts at a class"),
         ("cuzk(", "never closed"),
         ("cuzk)", "closes nothing"),
         ("a{2", "does not start a repeat count"),
@@ -76,7 +77,7 @@ SUBJECTS = [
 PIECES = [
     "a", "b", "A", ".", "^", "$", "|", "(", ")", "*", "+", "?", "{2}", "{1,}", "{,2}", "{0,1}",
     "[ab]", "[^a]", "[]a]", "[a-]", "[-a]", "[[:alpha:]]", "[[:digit:]_]", "[[:space:]]",
-    "\\.", "\\\\", "\\|", "\\[", "é", "[é]", " ", "-", "_", "\t",
+    "\\.", "\\\\", "\\|", "\\[", "é", "[é]", " ", "-", "_", "\t", "[%--]", "[]-a]", "[a-c-]",
 ]  # fmt: skip
 
 
