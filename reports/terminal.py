@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from forensics.core.escaping import inert
 from forensics.fleet.report import NOT_COLLECTED
 from forensics.judge.host_report import HostReport
-from forensics.reports.escaping import inert
 from forensics.reports.fleet import FleetSummary
 from forensics.reports.headline import headline
 from forensics.reports.process_tree import tree_lines

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from forensics.core.escaping import inert
 from forensics.judge.host_report import HostReport
 from forensics.remote.bundle import load
-from forensics.reports.escaping import inert
 from tests.conftest import run_cli
 from tests.hostile import ANSI, SCRIPT, hostile_host
 from tests.rendered import (

@@ -17,13 +17,13 @@ from rich.text import Text
 
 from forensics.cli.sweep import warn
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert
 from forensics.core.models import CollectStatus
 from forensics.fleet.fingerprint import Changes, compare, fully_read_sections, track
 from forensics.fleet.store import History, RunRow
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.remote import bundle
-from forensics.reports.escaping import inert
 
 
 def history_command(

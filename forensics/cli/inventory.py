@@ -14,9 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert
 from forensics.fleet.inventory import Inventory, load_inventory
 from forensics.fleet.vastai import parse_instances, to_yaml
-from forensics.reports.escaping import inert
 
 app = typer.Typer(
     help="Check the inventory; import hosts from vast.ai.",
