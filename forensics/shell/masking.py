@@ -84,10 +84,11 @@ _NOISE = frozenset(
 )  # fmt: skip
 _LOG_FUNCTION = re.compile(r"^(log|msg|info|warn|debug|note|notice|say|print|echo)[_a-z0-9-]*$")
 # Last commands of a pipeline that only carry output away: their status says nothing about
-# the command that feeds them. Filters with logic of their own (grep, awk, sed, a `while
-# read` loop) are left out: there the last status is often the one meant.
+# the command that feeds them (`tail` succeeds whatever it is fed). Filters with logic of
+# their own (grep, awk, sed, a `while read` loop) are left out: there the last status is
+# often the one meant.
 _LOG_SINKS = frozenset(
-    {"tee", "logger", "ts", "rotatelogs", "multilog", "svlogd", "cronolog", "s6-log"}
+    {"tee", "tail", "logger", "ts", "rotatelogs", "multilog", "svlogd", "cronolog", "s6-log"}
 )
 _SINKS = _LOG_SINKS | {"cat"}
 # Commands that set a status on purpose: `...; true; fi; log_end $?` means 0.
