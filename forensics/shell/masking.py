@@ -425,6 +425,9 @@ class _Walker:
             self.source(command)
         elif words[0] in self.functions:
             self.call(self.functions[words[0]], command.line, consumed)
+        elif "$" in words[0]:
+            for function in _dynamic_targets(words[0], self.functions):
+                self.call(function, command.line, consumed)
         elif words[0] == "trap" and len(words) > 1:
             handler = words[1].split()
             if handler and handler[0] in self.functions:
@@ -1243,3 +1246,13 @@ def _runs_in_subshell(function: Compound) -> bool:
         return False
     commands = function.bodies[0][0].first.commands
     return bool(commands) and isinstance(commands[0], Compound) and commands[0].kind == "subshell"
+
+
+def _dynamic_targets(word: str, functions: dict[str, Compound]) -> list[Compound]:
+    """The functions a computed command name (``"stage_$stage"``, ``$1``) may run: every
+    one whose name fits the literal parts around the expansions."""
+    parts = re.split(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*]", word)
+    if not any(parts):
+        return list(functions.values())
+    pattern = re.compile(".*".join(re.escape(part) for part in parts))
+    return [function for name, function in functions.items() if pattern.fullmatch(name)]
