@@ -82,7 +82,9 @@ _NOISE = frozenset(
      "local", "declare", "typeset", "readonly", "unset", "tput", "clear", "say", "info",
      "warn", "note", "msg", "debug", "notice"}
 )  # fmt: skip
-_LOG_FUNCTION = re.compile(r"^(log|msg|info|warn|debug|note|notice|say|print|echo)[_a-z0-9-]*$")
+_LOG_FUNCTION = re.compile(
+    r"^(log|msg|info|warn|debug|note|notice|say|print|echo|notify|slack|alert)[_a-z0-9-]*$"
+)
 # Last commands of a pipeline that only carry output away: their status says nothing about
 # the command that feeds them (`tail` succeeds whatever it is fed). Filters with logic of
 # their own (grep, awk, sed, a `while read` loop) are left out: there the last status is
@@ -609,6 +611,9 @@ class _Walker:
                 return self.negated_read(unit, None, line)
             return self.read_after_test(unit, line)
         if _swallowed(unit):
+            thrown_away = self.issues.get((self.file, unit.line, "status_discarded"))
+            if thrown_away is not None:  # `daemon || true; echo $?`: one status, one issue
+                return self.add(thrown_away.model_copy(update={"related_lines": [line]}))
             left = _text(unit.pipelines[:-1])
             return self.issue(
                 "status_discarded",
