@@ -56,8 +56,18 @@ def analyse(name: str) -> MaskingAnalysis:
     return find_masking(script.read_text(), read_source=beside)
 
 
-def expected_places(name: str) -> set[tuple[int, str]]:
-    return {(line, pattern) for line, pattern in EXPECTED[name].get("flagged", [])}
+def expected_places(name: str) -> set[tuple[str, int, str]]:
+    """(file, line, pattern): a flagged entry is [line, pattern] in the script itself, or
+    [line, pattern, file] in a file it sources."""
+    places = set()
+    for place in EXPECTED[name].get("flagged", []):
+        line, pattern, *file = place
+        places.add((file[0] if file else "", line, pattern))
+    return places
+
+
+def found_places(analysis: MaskingAnalysis) -> set[tuple[str, int, str]]:
+    return {(issue.file or "", issue.line, issue.pattern) for issue in analysis.issues}
 
 
 def test_the_corpus_is_large_and_every_script_has_its_expectations() -> None:
@@ -70,7 +80,7 @@ def test_precision_and_recall_over_the_corpus_are_both_complete() -> None:
     true_positive = false_positive = false_negative = 0
     wrong: list[str] = []
     for name in sorted(EXPECTED):
-        found = {(issue.line, issue.pattern) for issue in analyse(name).issues}
+        found = found_places(analyse(name))
         expected = expected_places(name)
         true_positive += len(found & expected)
         false_positive += len(found - expected)
@@ -92,7 +102,7 @@ def test_precision_and_recall_over_the_corpus_are_both_complete() -> None:
 def test_quiet_places_notes_dialect_and_sources_are_as_recorded(name: str) -> None:
     expected = EXPECTED[name]
     analysis = analyse(name)
-    flagged_lines = {issue.line for issue in analysis.issues}
+    flagged_lines = {issue.line for issue in analysis.issues if issue.file is None}
     assert not flagged_lines & set(expected.get("clean", []))
     assert sorted(note.line for note in analysis.notes) == sorted(expected.get("notes", []))
     assert (analysis.dialect_note is not None) == expected.get("dialect_note", False)
@@ -106,7 +116,7 @@ def test_every_judged_place_has_a_run_that_proves_it(name: str) -> None:
     proofs = expected.get("proofs", [])
     lost = {line for proof in proofs if proof["lost"] for line in proof["lines"]}
     kept = {line for proof in proofs if not proof["lost"] for line in proof["lines"]}
-    assert {line for line, _ in expected.get("flagged", [])} <= lost
+    assert {_proof_key(place) for place in expected.get("flagged", [])} <= lost
     assert set(expected.get("clean", [])) <= kept
     for proof in proofs:
         if proof["lost"]:
@@ -115,6 +125,12 @@ def test_every_judged_place_has_a_run_that_proves_it(name: str) -> None:
             ), proof
         else:
             assert proof["exit"] != 0, proof
+
+
+def _proof_key(place: list[Any]) -> int | str:
+    """How a proof names a place: its line, or ``FILE:LINE`` in a sourced file."""
+    line, _, *file = place
+    return f"{file[0]}:{line}" if file else int(line)
 
 
 @pytest.fixture(scope="module")

@@ -189,6 +189,11 @@ def find_masking(
     library = _Library.read(program, read_source)
     functions = function_table([program, *(part.program for part in library.texts.values())])
     walker = _Walker(lines, start, dialect, _daemon_matcher(supervised, focus), functions, library)
+    for name, text in library.texts.items():
+        walker.function_files.update(
+            (id(function), (name, text.lines))
+            for function in function_table([text.program]).values()
+        )
     walker.walk_list(program, [_Marker("start", None, 1)])
     notes = walker.note_uncalled(function_table([program]))
     walker.find_retry_loops(program)
@@ -350,6 +355,8 @@ class _Walker:
         self.calls: list[tuple[str, int]] = []
         self.called: set[int] = set()
         self.walked: dict[tuple[int, _States, bool, bool], _States] = {}
+        # Functions defined in a sourced file: that file's name and lines, for the issues.
+        self.function_files: dict[int, tuple[str, list[str]]] = {}
         self.sourcing: list[str] = []
         self.steps = 0
 
@@ -449,6 +456,9 @@ class _Walker:
             return
         entry = self.states
         self.calls.append((function_name(function), line))
+        saved = (self.lines, self.file)
+        if id(function) in self.function_files:
+            self.file, self.lines = self.function_files[id(function)]
         body = _function_body(function)
         self.walk_list(body, [_Marker("start", None, function.line)])
         last = body[-1] if body else None
@@ -456,6 +466,7 @@ class _Walker:
             self.sink_without_pipefail(
                 last.first, f"the caller of `{function_name(function)}` on line {line} sees success"
             )
+        self.lines, self.file = saved
         self.calls.pop()
         runs_in_subshell = _runs_in_subshell(function)
         self.walked[key] = entry if runs_in_subshell else self.states

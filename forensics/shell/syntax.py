@@ -677,8 +677,10 @@ class _Parser:
         name = first
         if first.text == "function" and (token := self.peek()) is not None and token.kind == "word":
             name = self.take()
-        while self.at_op("(", ")"):
+        if self.at_op("("):
             self.take()
+            if self.at_op(")"):
+                self.take()
         self.skip_newlines()
         node = Compound(kind="function", line=first.line, end_line=first.line, words=[name])
         body = self.command()
