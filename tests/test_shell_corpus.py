@@ -86,7 +86,8 @@ def test_precision_and_recall_over_the_corpus_are_both_complete() -> None:
         false_positive += len(found - expected)
         false_negative += len(expected - found)
         if found != expected:
-            wrong.append(f"{name}: extra {sorted(found - expected)}, missed {sorted(expected - found)}")
+            extra, missed = sorted(found - expected), sorted(expected - found)
+            wrong.append(f"{name}: extra {extra}, missed {missed}")
     precision = true_positive / ((true_positive + false_positive) or 1)
     recall = true_positive / ((true_positive + false_negative) or 1)
     print(
@@ -120,9 +121,9 @@ def test_every_judged_place_has_a_run_that_proves_it(name: str) -> None:
     assert set(expected.get("clean", [])) <= kept
     for proof in proofs:
         if proof["lost"]:
-            assert proof["exit"] == 0 or (
-                "says" in proof and str(FAILED) not in proof["says"]
-            ), proof
+            assert proof["exit"] == 0 or ("says" in proof and str(FAILED) not in proof["says"]), (
+                proof
+            )
         else:
             assert proof["exit"] != 0, proof
 

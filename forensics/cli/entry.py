@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from forensics.core.exit_status import EXIT_INTERNAL
+from forensics.core.exit_status import ExitStatus
 
 
 def main() -> None:
@@ -21,17 +21,17 @@ def main() -> None:
 
         run(sys.argv[2:])
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        _fail("interrupted", ExitStatus.interrupted)
     except Exception as error:
         if os.environ.get("FORENSICS_DEBUG"):
             raise
         _fail(
             f"internal error: {type(error).__name__}: {error} (set FORENSICS_DEBUG=1 for a "
             "traceback, and report it)",
-            EXIT_INTERNAL,
+            ExitStatus.internal_error,
         )
 
 
-def _fail(message: str, status: int) -> None:
+def _fail(message: str, status: ExitStatus) -> None:
     sys.stderr.write(f"forensics: {message}\n")
     sys.exit(status)

@@ -17,7 +17,7 @@ import typer
 from pydantic import BaseModel, Field
 
 from forensics.core.escaping import inert
-from forensics.core.exit_status import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from forensics.core.exit_status import ExitStatus
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
 from forensics.shell.masking import MaskingAnalysis, find_masking
 from forensics.shell.shellcheck import ShellCheckRun
@@ -70,9 +70,9 @@ def lint_script_command(
     else:
         sys.stdout.write("".join(_one_line(result) for result, _ in results))
     if any(result.problem for result, _ in results):
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(ExitStatus.usage)
     masked = any(result.analysis and result.analysis.issues for result, _ in results)
-    raise typer.Exit(EXIT_FINDINGS if masked else EXIT_OK)
+    raise typer.Exit(ExitStatus.findings if masked else ExitStatus.ok)
 
 
 def _lint_file(

@@ -1,15 +1,18 @@
 """One exception type per failure the operator can act on; the CLI maps each to one line.
 
-Exit statuses: ``forensics/core/exit_status.py``.
+Exit statuses (documented in the README and ``forensics --help``):
+0 collected, nothing at or above ``--fail-on``; 1 collected with such a finding;
+2 usage or configuration error; 3 could not collect.
 """
 
 from __future__ import annotations
 
-from forensics.core.exit_status import EXIT_FINDINGS as EXIT_FINDINGS
-from forensics.core.exit_status import EXIT_NOT_COLLECTED as EXIT_NOT_COLLECTED
-from forensics.core.exit_status import EXIT_OK as EXIT_OK
-from forensics.core.exit_status import EXIT_USAGE as EXIT_USAGE
 from forensics.core.models import CollectStatus
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_NOT_COLLECTED = 3
 
 
 class ForensicsError(Exception):

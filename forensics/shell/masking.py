@@ -189,10 +189,10 @@ def find_masking(
     library = _Library.read(program, read_source)
     functions = function_table([program, *(part.program for part in library.texts.values())])
     walker = _Walker(lines, start, dialect, _daemon_matcher(supervised, focus), functions, library)
-    for name, text in library.texts.items():
+    for name, sourced in library.texts.items():
         walker.function_files.update(
-            (id(function), (name, text.lines))
-            for function in function_table([text.program]).values()
+            (id(function), (name, sourced.lines))
+            for function in function_table([sourced.program]).values()
         )
     walker.walk_list(program, [_Marker("start", None, 1)])
     notes = walker.note_uncalled(function_table([program]))
