@@ -34,7 +34,7 @@ rc=${PIPESTATUS[0]}; echo "daemon exited with $rc"
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,7 +73,7 @@ _CHAIN_KEPT = 32
 _MAX_CALL_DEPTH = 32
 _MAX_SOURCED = 32
 _MAX_SOURCE_DEPTH = 4
-_STEP_BUDGET = 200_000
+_STEP_BUDGET = 20_000
 
 # Commands whose own status nobody means to test: reading `$?` after them reads theirs.
 _NOISE = frozenset(
@@ -327,6 +327,26 @@ _Unit = AndOr | _Marker
 _States = frozenset[Options]
 
 
+@dataclass(frozen=True)
+class _View:
+    """A simple command as the walk reads it."""
+
+    names: list[str]
+    option_changes: list[tuple[str, bool]]
+    reads_status: bool
+    reads_pipestatus: bool
+
+    @classmethod
+    def of(cls, command: Simple) -> _View:
+        texts = [outer_text(token.text) for token in command.words]
+        return cls(
+            names=command_words(command),
+            option_changes=command_option_changes(command),
+            reads_status=any(_STATUS_READ.search(text) for text in texts),
+            reads_pipestatus=any(_PIPESTATUS_READ.search(text) for text in texts),
+        )
+
+
 class _Walker:
     def __init__(
         self,
@@ -354,11 +374,15 @@ class _Walker:
         self.exempt = 0
         self.calls: list[tuple[str, int]] = []
         self.called: set[int] = set()
-        self.walked: dict[tuple[int, _States, bool, bool], _States] = {}
+        self.walked: dict[tuple[int, Options, bool, bool], _States] = {}
+        self.views: dict[int, _View] = {}
         # Functions defined in a sourced file: that file's name and lines, for the issues.
         self.function_files: dict[int, tuple[str, list[str]]] = {}
         self.sourcing: list[str] = []
         self.steps = 0
+        # Calls deeper than _MAX_CALL_DEPTH were not followed: "never called" is then
+        # decided by the text (no command names the function) instead of by the walk.
+        self.capped = False
 
     # -- walking in execution order -------------------------------------------------
 
@@ -421,13 +445,20 @@ class _Walker:
             self.states = entry
         self.exempt -= exempt
 
+    def view(self, command: Simple) -> _View:
+        """What the rules ask of a command, worked out once however often it is walked."""
+        view = self.views.get(id(command))
+        if view is None:
+            view = self.views[id(command)] = _View.of(command)
+        return view
+
     def run_simple(self, command: Simple, consumed: bool) -> None:
-        changes = command_option_changes(command)
-        if changes:
-            self.states = frozenset(options.changed(changes) for options in self.states)
+        view = self.view(command)
+        if view.option_changes:
+            self.states = frozenset(options.changed(view.option_changes) for options in self.states)
             self.seen |= self.states
             return
-        words = command_words(command)
+        words = view.names
         if not words:
             return
         if words[0] in (".", "source") and len(words) > 1:
@@ -443,17 +474,25 @@ class _Walker:
                 self.call(self.functions[handler[0]], command.line, consumed=False)
 
     def call(self, function: Compound, line: int, consumed: bool) -> None:
-        """Walk ``function``'s body with the options in force at the call; once per
-        distinct set of options, so a script's walk stays linear in its calls."""
+        """Walk ``function``'s body with the options in force at the call: once per
+        option setting it is called with (each evolves on its own), so the walk stays
+        linear in the script's size however often the function is called."""
         self.called.add(id(function))
-        key = (id(function), self.states, consumed, self.exempt > 0)
-        if key in self.walked:
-            self.states = self.walked[key]
+        if len(self.calls) >= _MAX_CALL_DEPTH:
+            self.capped = True
             return
-        if len(self.calls) >= _MAX_CALL_DEPTH or any(
-            name == function_name(function) for name, _ in self.calls
-        ):
+        if any(name == function_name(function) for name, _ in self.calls):
             return
+        reached: set[Options] = set()
+        for options in self.states:
+            key = (id(function), options, consumed, self.exempt > 0)
+            if key not in self.walked:
+                self.states = frozenset({options})
+                self.walked[key] = self.walk_function(function, line, consumed)
+            reached |= self.walked[key]
+        self.states = frozenset(reached)
+
+    def walk_function(self, function: Compound, line: int, consumed: bool) -> _States:
         entry = self.states
         self.calls.append((function_name(function), line))
         saved = (self.lines, self.file)
@@ -468,9 +507,7 @@ class _Walker:
             )
         self.lines, self.file = saved
         self.calls.pop()
-        runs_in_subshell = _runs_in_subshell(function)
-        self.walked[key] = entry if runs_in_subshell else self.states
-        self.states = self.walked[key]
+        return entry if _runs_in_subshell(function) else self.states
 
     def source(self, command: Simple) -> None:
         name = sourced_name(command_words(command)[1])
@@ -559,6 +596,7 @@ class _Walker:
             entry = self.states = reached
 
     def note_uncalled(self, functions: dict[str, Compound]) -> list[AnalysisNote]:
+        named = _named_commands(functions.values()) if self.capped else set()
         return [
             AnalysisNote(
                 line=function.line,
@@ -566,7 +604,7 @@ class _Walker:
                 "comment is no call), so its lines were not judged",
             )
             for name, function in functions.items()
-            if id(function) not in self.called
+            if id(function) not in self.called and name not in named
         ]
 
     # -- the rules --------------------------------------------------------------------
@@ -574,13 +612,21 @@ class _Walker:
     def check_reads(
         self, command: Simple | None, words: Sequence[Token], chain: list[_Unit]
     ) -> None:
-        texts = [outer_text(word.text) for word in words]
+        if command is not None:
+            view = self.view(command)
+            reads_status, reads_pipestatus = view.reads_status, view.reads_pipestatus
+        else:
+            texts = [outer_text(word.text) for word in words]
+            reads_status = any(_STATUS_READ.search(text) for text in texts)
+            reads_pipestatus = False
+        if not reads_status and not reads_pipestatus:
+            return
         line = command.line if command is not None else (words[0].line if words else 1)
-        if any(_STATUS_READ.search(text) for text in texts):
+        if reads_status:
             issue = self.status_issue(chain, line)
             if issue is not None:
                 self.remember(issue, command, line)
-        if command is not None and any(_PIPESTATUS_READ.search(text) for text in texts):
+        if command is not None and reads_pipestatus:
             issue = self.pipestatus_issue(chain, line)
             if issue is not None:
                 self.remember(issue, command, line)
@@ -1272,3 +1318,14 @@ def _dynamic_targets(word: str, functions: dict[str, Compound]) -> list[Compound
         return list(functions.values())
     pattern = re.compile(".*".join(re.escape(part) for part in parts))
     return [function for name, function in functions.items() if pattern.fullmatch(name)]
+
+
+def _named_commands(functions: Iterable[Compound]) -> set[str]:
+    """Every command name written in the bodies of ``functions``."""
+    names: set[str] = set()
+    for function in functions:
+        for command in _simple_commands(function.bodies[0] if function.bodies else []):
+            words = command_words(command)
+            if words:
+                names.add(words[0])
+    return names
