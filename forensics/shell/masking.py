@@ -48,16 +48,18 @@ from forensics.shell.calls import (
     sourced_name,
 )
 from forensics.shell.dialect import read_dialect
+from forensics.shell.retry import decisions, loops, reruns
 from forensics.shell.syntax import (
     AndOr,
-    Command,
     Compound,
     Pipeline,
     Simple,
     Token,
     assignment_name,
+    base_name,
     command_name,
     command_words,
+    inner_lists,
     outer_text,
     parse_script,
     unquote,
@@ -96,14 +98,10 @@ _SINKS = _LOG_SINKS | {"cat"}
 # Commands that set a status on purpose: `...; true; fi; log_end $?` means 0.
 _DELIBERATE = frozenset({"true", "false", ":"})
 _TESTS = frozenset({"[", "[[", "test"})
-_LOOP_CONTROL = frozenset({"break", "continue", "return", "exit"})
 _HAS_PIPESTATUS = frozenset({"bash", "mksh", "unknown"})
 _NO_PIPEFAIL = frozenset({"dash"})
 _STATUS_READ = re.compile(r"\$(\?|\{\?\})")
 _PIPESTATUS_READ = re.compile(r"\b(PIPESTATUS|pipestatus)\b")
-# A test that holds when the status it reads is 0: `[ "$rc" -eq 0 ]`, `(( rc == 0 ))`.
-_SUCCESS_TEST = re.compile(r"(-eq|==?)\s*[\"']?0\b[\"']?|\b0[\"']?\s*(-eq|==?)\s")
-_FAILURE_TEST = re.compile(r"(-ne|!=|-gt|-ge)\s*[\"']?[01]\b|\b0[\"']?\s*(-ne|!=|-lt)\s")
 
 
 class MaskingIssue(BaseModel):
@@ -304,11 +302,7 @@ def _simple_commands(items: list[AndOr]) -> Iterator[Simple]:
                     if isinstance(command, Simple):
                         yield command
                     else:
-                        stack.extend(_lists(command))
-
-
-def _lists(command: Compound) -> list[list[AndOr]]:
-    return [part for clause in command.clauses for part in clause] + command.bodies
+                        stack.extend(inner_lists(command))
 
 
 @dataclass(frozen=True)
@@ -885,7 +879,7 @@ class _Walker:
         ]
         if not lossy:
             return None
-        sink = _first_name_of(pipeline.commands[-1])
+        sink = base_name(pipeline.commands[-1])
         shown = _text([pipeline], negation=False)
         if self.dialect in _NO_PIPEFAIL:
             corrected = "#!/bin/bash, then set -o pipefail   # dash has no pipefail"
@@ -940,12 +934,12 @@ class _Walker:
         batch sizes) and the decision leaves the loop on success or goes round on failure."""
         if not self.masked_variables and not self.masked_reads:
             return
-        for loop in _loops(items):
+        for loop in loops(items):
             for condition, _ in loop.clauses:
                 for item in condition:
                     self.check_decision(item, loop)
             for body in [body for _, body in loop.clauses] + loop.bodies:
-                for item, retries in _decisions(body):
+                for item, retries in decisions(body):
                     if retries:
                         self.check_decision(item, loop)
 
@@ -955,7 +949,7 @@ class _Walker:
             if source is None:
                 continue
             pipeline = self.sources.get(self.key(source))
-            if pipeline is None or not _reruns(loop, pipeline):
+            if pipeline is None or not reruns(loop, pipeline):
                 return
             variable = source.masked_variable
             what = f"`${variable}`" if variable and source.line != command.line else "`$?`"
@@ -1057,7 +1051,7 @@ def _is_noise(unit: _Unit, deliberate: bool = True) -> bool:
     *feeders, last = unit.first.commands
     if feeders:  # `echo done | tee -a log` says nothing either
         return _is_noise(AndOr(first=Pipeline([*feeders], False, unit.line)), deliberate) and (
-            isinstance(last, Simple) and (_first_name_of(last) or "") in _SINKS
+            isinstance(last, Simple) and (base_name(last) or "") in _SINKS
         )
     command = last
     if not isinstance(command, Simple):
@@ -1076,10 +1070,10 @@ def _is_sink_pipeline(pipeline: Pipeline, sinks: frozenset[str] = _SINKS) -> boo
     if len(pipeline.commands) < 2:
         return False
     last = pipeline.commands[-1]
-    if isinstance(last, Compound) or (_first_name_of(last) or "") not in sinks:
+    if isinstance(last, Compound) or (base_name(last) or "") not in sinks:
         return False
     feeders = pipeline.commands[:-1]
-    return not all(isinstance(c, Simple) and (_first_name_of(c) or "") in _NOISE for c in feeders)
+    return not all(isinstance(c, Simple) and (base_name(c) or "") in _NOISE for c in feeders)
 
 
 def _reads_pipestatus(pipeline: Pipeline) -> bool:
@@ -1096,11 +1090,6 @@ def _single_compound(unit: AndOr) -> Compound | None:
         return None
     command = unit.first.commands[0]
     return command if isinstance(command, Compound) else None
-
-
-def _first_name_of(command: Command) -> str | None:
-    name = command_name(command)
-    return name.rsplit("/", 1)[-1] if name else None
 
 
 def _first_name(pipeline: Pipeline) -> str:
@@ -1143,123 +1132,6 @@ def _assigned_variable(command: Simple, pattern: str) -> str | None:
     return None
 
 
-def _loops(items: list[AndOr]) -> Iterator[Compound]:
-    for item in items:
-        for pipeline in item.pipelines:
-            for command in pipeline.commands:
-                if isinstance(command, Compound):
-                    if command.kind in ("while", "until", "for"):
-                        yield command
-                    for list_ in _lists(command):
-                        yield from _loops(list_)
-
-
-def _decisions(items: list[AndOr]) -> Iterator[tuple[AndOr, bool]]:
-    """Every condition in ``items`` with whether it makes the loop run again on a failure:
-    an ``if`` (or ``&&``/``||`` list) that leaves the loop on success, or goes round on
-    failure. A decision that breaks out or exits on failure gives up: no retry."""
-    for item in items:
-        yield item, _retries_on_failure(item)
-        for pipeline in item.pipelines:
-            for command in pipeline.commands:
-                if not isinstance(command, Compound) or command.kind in ("function",):
-                    continue
-                if command.kind == "if":
-                    for index, (condition, body) in enumerate(command.clauses):
-                        else_lists = [b for _, b in command.clauses[index + 1 :]] + command.bodies
-                        for part in condition:
-                            yield part, _branch_retries(part, body, else_lists)
-                for list_ in [body for _, body in command.clauses] + command.bodies:
-                    if command.kind not in ("while", "until", "for"):
-                        yield from _decisions(list_)
-
-
-def _branch_retries(condition: AndOr, then: list[AndOr], otherwise: list[list[AndOr]]) -> bool:
-    polarity = _polarity(condition)
-    if polarity is None:
-        return False
-    taken_on_failure = then if polarity == "failure" else None
-    taken_on_success = then if polarity == "success" else None
-    for branch in otherwise:
-        if polarity == "failure":
-            taken_on_success = taken_on_success or branch
-        else:
-            taken_on_failure = taken_on_failure or branch
-    if taken_on_success is not None and _leaves_loop(taken_on_success):
-        return True
-    return taken_on_failure is not None and _names_control(taken_on_failure, {"continue"})
-
-
-def _retries_on_failure(item: AndOr) -> bool:
-    """``[ "$rc" -eq 0 ] && break`` and ``[ "$rc" -ne 0 ] || break`` retry."""
-    if not item.rest:
-        return False
-    polarity = _polarity(AndOr(first=item.first))
-    operator, following = item.rest[0]
-    if polarity is None or not _pipeline_controls(following, {"break", "return", "exit"}):
-        return False
-    return (operator == "&&") == (polarity == "success")
-
-
-def _polarity(condition: AndOr) -> str | None:
-    """``success`` when the test holds for a zero status, ``failure`` for a non-zero one."""
-    if condition.rest:
-        return None
-    text = " ".join(
-        outer_text(token.text)
-        for command in condition.first.commands
-        if isinstance(command, Simple)
-        for token in command.words
-    )
-    if _SUCCESS_TEST.search(text):
-        polarity = "success"
-    elif _FAILURE_TEST.search(text):
-        polarity = "failure"
-    else:
-        return None
-    flipped = condition.first.negated != bool(re.search(r"(^|\s)(\[|test|\[\[)\s+!\s", text))
-    if flipped:
-        return "failure" if polarity == "success" else "success"
-    return polarity
-
-
-def _leaves_loop(items: list[AndOr]) -> bool:
-    return _names_control(items, {"break", "return", "exit"})
-
-
-def _names_control(items: list[AndOr], names: set[str]) -> bool:
-    return any(_pipeline_controls(p, names) for item in items for p in item.pipelines)
-
-
-def _pipeline_controls(pipeline: Pipeline, names: set[str]) -> bool:
-    for command in pipeline.commands:
-        if isinstance(command, Simple):
-            if (_first_name_of(command) or "") in names:
-                return True
-        elif command.kind in ("group", "if", "case", "subshell") and any(
-            _names_control(list_, names) for list_ in _lists(command)
-        ):
-            return True
-    return False
-
-
-def _reruns(loop: Compound, pipeline: Pipeline) -> bool:
-    """The loop's body holds ``pipeline`` and, for a ``for`` loop, the pipeline does not
-    use the loop's variable (over attempts, not over batch sizes)."""
-    if not loop.line <= pipeline.line <= loop.end_line:
-        return False
-    if loop.kind != "for" or not loop.words:
-        return True
-    variable = re.escape(loop.words[0].text)
-    reference = re.compile(rf"\$\{{?{variable}\b")
-    return not any(
-        reference.search(token.text)
-        for command in pipeline.commands
-        if isinstance(command, Simple)
-        for token in command.words
-    )
-
-
 def _commands(item: AndOr) -> Iterator[Simple]:
     for pipeline in item.pipelines:
         for command in pipeline.commands:
@@ -1274,7 +1146,7 @@ def _is_test(condition: AndOr) -> bool:
     command = condition.first.commands[0]
     if not isinstance(command, Simple) or not command.words:
         return False
-    return (_first_name_of(command) or "") in _TESTS or command.words[0].text.startswith("((")
+    return (base_name(command) or "") in _TESTS or command.words[0].text.startswith("((")
 
 
 def _meant(marker: _Marker) -> AndOr | None:

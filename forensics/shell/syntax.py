@@ -395,6 +395,17 @@ def command_name(command: Command) -> str | None:
     return words[0] if words else None
 
 
+def base_name(command: Command) -> str | None:
+    """The command's name without its directory: ``tee`` for ``/usr/bin/tee -a log``."""
+    name = command_name(command)
+    return name.rsplit("/", 1)[-1] if name else None
+
+
+def inner_lists(command: Compound) -> list[list[AndOr]]:
+    """Every command list inside ``command``: conditions, bodies, branches, arms."""
+    return [part for clause in command.clauses for part in clause] + command.bodies
+
+
 class _Parser:
     """Recursive descent over tokens; every method consumes at least one token or none
     and says so, so the loops always end."""
