@@ -7,7 +7,7 @@ first failure does not (it gives up, and each round runs another command).
 
 >>> from forensics.shell.syntax import parse_script
 >>> loop = next(loops(parse_script(
-...     'for a in 1 2; do\n ./d | tee l\n rc=$?\n if [ "$rc" -eq 0 ]; then break; fi\ndone')))
+...     'for a in 1 2; do\\n ./d | tee l\\n rc=$?\\n if [ "$rc" -eq 0 ]; then break; fi\\ndone')))
 >>> [(item.line, retries) for item, retries in decisions(loop.bodies[0]) if retries]
 [(4, True)]
 >>> reruns(loop, loop.bodies[0][0].first)
