@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.core.escaping import inert
 from forensics.core.models import Severity
 from forensics.reports.environments import html_environment, markdown_environment
+from forensics.reports.escaping import inert
 from forensics.reports.figures import MemoryPart, TimelinePoint, memory_bar_svg, timeline_svg
 from forensics.reports.process_tree import ProcessRow, tree_around
-from tests.hostile import ANSI, SCRIPT
+from tests.hostile.markup import ANSI, SCRIPT
 from tests.rendered import assert_inert_page, markdown_tokens, parse_html
 
 BOOT = datetime(2025, 10, 23, 18, 40, tzinfo=UTC)

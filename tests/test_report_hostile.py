@@ -9,11 +9,11 @@ from html import unescape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.core.escaping import inert
 from forensics.core.models import EvidenceRef, Finding, Target
 from forensics.judge.host_report import HostReport
 from forensics.reports import Format, render_host
-from tests.hostile import ANSI, PIPES_AND_TICKS, SCRIPT, hostile_report
+from forensics.reports.escaping import inert
+from tests.hostile.markup import ANSI, PIPES_AND_TICKS, SCRIPT, hostile_report
 from tests.rendered import (
     assert_inert_page,
     markdown_first_paragraph,

@@ -5,27 +5,26 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from types import FrameType
+from typing import Annotated, Any
 
 import typer
 
 from forensics import __version__
-from forensics.cli import lint_script
+from forensics.cli import explain, lint_script
 from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
+from forensics.cli.messages import say
 from forensics.cli.sweep import sweep_command
 from forensics.collect import collect
-from forensics.core.errors import (
-    EXIT_FINDINGS,
-    EXIT_OK,
-    ForensicsError,
-    UsageError,
-)
+from forensics.core.errors import ForensicsError, Interrupted, UsageError
+from forensics.core.exit_status import ExitStatus
 from forensics.core.focus import focus_problem
 from forensics.core.log_options import log_options
 from forensics.core.models import CollectOptions, Severity
@@ -40,7 +39,7 @@ from forensics.reports import Format, render_host
 EXIT_CODES_HELP = """
 Exit status: 0 collected, no finding at or above --fail-on; 1 collected with such a finding;
 2 usage or configuration error; 3 could not collect (unreachable, auth refused, host key
-unknown or changed, deadline hit before anything came back).
+unknown or changed, deadline hit before anything came back); 130 interrupted (SIGINT).
 """
 
 app = typer.Typer(
@@ -79,11 +78,13 @@ def _check_regex(focus: str | None) -> None:
         raise UsageError(f"--focus: {problem}")
 
 
-def _exit_status(report: HostReport, fail_on: Severity | None) -> int:
+def _exit_status(report: HostReport, fail_on: Severity | None) -> ExitStatus:
     if fail_on is None:
-        return EXIT_OK
+        return ExitStatus.ok
     worst = report.worst
-    return EXIT_FINDINGS if worst is not None and worst.rank >= fail_on.rank else EXIT_OK
+    return (
+        ExitStatus.findings if worst is not None and worst.rank >= fail_on.rank else ExitStatus.ok
+    )
 
 
 def _emit(report: HostReport, format: Format) -> None:
@@ -252,6 +253,7 @@ app.command("report")(report_command.report_command)
 app.command("watch")(memory_watch.watch_command)
 app.command("wait")(memory_watch.wait_command)
 app.command("lint-script")(lint_script.lint_script_command)
+app.command("explain")(explain.explain_command)
 
 
 @app.command("schema")
@@ -274,22 +276,46 @@ app.add_typer(inventory_app, name="inventory")
 
 def main() -> None:
     """Entry point: run the app, turning every known failure into one line and a status."""
+    # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
+    signal.signal(signal.SIGINT, _interrupt)
     try:
-        app()
+        status = app(standalone_mode=False)
+    except _CLICK_USAGE_ERROR as error:  # click's own text would echo the bad value raw
+        context = getattr(error, "ctx", None)
+        command = context.command_path if context is not None else "forensics"
+        _fail(f"{error.format_message()} (see {command} --help)", ExitStatus.usage)
+    except _CLICK_EXCEPTION as error:
+        _fail(error.format_message(), error.exit_code)
+    except typer.Abort:
+        _fail("aborted", ExitStatus.usage)
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        _fail("interrupted (SIGINT)", ExitStatus.interrupted)
     except Exception as error:
         if os.environ.get("FORENSICS_DEBUG"):
             raise
         _fail(
             f"internal error: {type(error).__name__}: {error} (set FORENSICS_DEBUG=1 for a "
             "traceback, and report it)",
-            70,
+            ExitStatus.internal_error,
         )
+    sys.exit(status if isinstance(status, int) else ExitStatus.ok)
+
+
+def _click_class(name: str) -> Any:
+    """click's exception classes, from typer's own click or the click package alike."""
+    return next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == name)
+
+
+_CLICK_USAGE_ERROR = _click_class("UsageError")
+_CLICK_EXCEPTION = _click_class("ClickException")
+
+
+def _interrupt(number: int, frame: FrameType | None) -> None:
+    raise Interrupted("interrupted (SIGINT) before anything was kept")
 
 
 def _fail(message: str, status: int) -> None:
-    sys.stderr.write(f"forensics: {message}\n")
+    say(message)
     sys.exit(status)

@@ -13,9 +13,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from forensics.cli.sweep import warn
+from forensics.cli.messages import warn
 from forensics.core.errors import UsageError
-from forensics.core.escaping import inert
+from forensics.core.escaping import inert, inert_json
 from forensics.core.models import CollectStatus
 from forensics.fleet.fingerprint import Changes, compare, fully_read_sections, track
 from forensics.fleet.store import History, RunRow
@@ -100,7 +100,7 @@ def diff_command(
         )
     changes = bundle_changes(first, second)
     if json_output:
-        sys.stdout.write(changes.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(inert_json(changes.model_dump_json(indent=2)) + "\n")
         return
     sys.stdout.write(render_changes(changes, before, after))
 

@@ -12,8 +12,11 @@ import typer
 from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
+from forensics.cli.messages import say, warn
 from forensics.core.duration_input import parse_duration
-from forensics.core.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
+from forensics.core.errors import UsageError
+from forensics.core.escaping import inert_json
+from forensics.core.exit_status import ExitStatus
 from forensics.core.models import Severity
 from forensics.fleet.inventory import load_inventory
 from forensics.fleet.lock import SweepLock
@@ -31,16 +34,6 @@ from forensics.fleet.sweep import (
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
 
-EXIT_BY_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
-
-
-def warn(message: str) -> None:
-    sys.stderr.write(f"forensics: warning: {message}\n")
-
-
-def _say(message: str) -> None:
-    sys.stderr.write(f"forensics: {message}\n")
-
 
 def _duration(option: str, value: str, positive: bool = True) -> float:
     seconds = parse_duration(value)
@@ -49,18 +42,20 @@ def _duration(option: str, value: str, positive: bool = True) -> float:
     return seconds
 
 
-def exit_status(report: FleetReport, fail_on: Severity | None, allow_unreachable: int) -> int:
+def exit_status(
+    report: FleetReport, fail_on: Severity | None, allow_unreachable: int
+) -> ExitStatus:
     """130/143 when a signal stopped it; 3 when more hosts than allowed were not collected;
     1 when a collected host has a finding at or above ``fail_on``; else 0."""
     if report.interrupted_by is not None:
-        return EXIT_BY_SIGNAL.get(report.interrupted_by, 130)
+        return ExitStatus.by_signal(report.interrupted_by)
     if len(report.not_collected) > allow_unreachable:
-        return EXIT_NOT_COLLECTED
+        return ExitStatus.not_collected
     if fail_on is not None and any(
         host.worst is not None and host.worst.rank >= fail_on.rank for host in report.hosts
     ):
-        return EXIT_FINDINGS
-    return EXIT_OK
+        return ExitStatus.findings
+    return ExitStatus.ok
 
 
 def sweep_command(
@@ -168,10 +163,10 @@ def sweep_command(
                     lambda stop: _sweep_once(sweep, stop, format, interruptible=False),
                     every_s,
                     jitter_s,
-                    _say,
+                    say,
                 )
                 if last is None or last.interrupted_by is None:
-                    raise typer.Exit(EXIT_OK)
+                    raise typer.Exit(ExitStatus.ok)
                 report = last
         finally:
             store.close()
@@ -189,7 +184,7 @@ def _sweep_once(
     _emit(report, format, compact=not interruptible)
     if report.interrupted_by is not None:
         missing = [host.name for host in report.not_collected]
-        _say(
+        say(
             f"stopped by {report.interrupted_by}: collected {len(report.collected)} of "
             f"{len(report.hosts)} hosts; not collected: {', '.join(missing) or 'none'}"
         )
@@ -198,7 +193,7 @@ def _sweep_once(
 
 def _emit(report: FleetReport, format: Format, compact: bool) -> None:
     if format is Format.json and compact:
-        text = report.model_dump_json()
+        text = inert_json(report.model_dump_json())
     else:
         text = render_fleet(fleet_summary(report), format)
     sys.stdout.write(text.rstrip("\n") + "\n")

@@ -10,18 +10,23 @@ fit over the recent samples on the way.
 from __future__ import annotations
 
 import enum
+import math
 import secrets
 import sys
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from forensics.core.errors import CollectionError, UsageError
+from forensics.cli.messages import say
+from forensics.core.errors import CollectionError, Interrupted, UsageError
+from forensics.core.escaping import inert_json
+from forensics.core.exit_status import ExitStatus
 from forensics.core.models import Target
 from forensics.core.quantities import gib, parse_duration, seconds_text
 from forensics.core.targets import parse_target
@@ -30,8 +35,6 @@ from forensics.watch.condition import Condition, parse_condition
 from forensics.watch.sampler import MemorySample, SampledCgroup, read_line, sampler_script
 from forensics.watch.trend import seconds_until, slope
 
-EXIT_MET = 0
-EXIT_TIMED_OUT = 1
 MIN_EVERY_S = 0.1
 # Rates in `watch` follow the last few samples; `wait` fits over more, for a steadier ETA.
 RATE_SAMPLES = 5
@@ -110,27 +113,34 @@ def watch_command(
     nonce = secrets.token_hex(8)
     try:
         with LineStream(parsed, sampler_script(nonce, every_s, count, cgroup)) as stream:
-            _watch(stream, nonce, every_s, count, format, parsed)
-    except KeyboardInterrupt:
-        pass
-    raise typer.Exit(0)
+            # Wall clock from the open connection; one interval more for the last sample.
+            ends_at = None if total_s is None else time.monotonic() + total_s + every_s
+            _watch(stream, nonce, every_s, Until(count, ends_at), format, parsed)
+    except (KeyboardInterrupt, Interrupted):
+        pass  # Ctrl-C is how a watch without --for ends
+    raise typer.Exit(ExitStatus.ok)
 
 
 def _watch(
     stream: LineStream,
     nonce: str,
     every_s: float,
-    count: int | None,
+    until: Until,
     format: WatchFormat,
     target: Target,
 ) -> None:
+    """Print samples until ``until`` says stop, whatever the host sends or fails to send."""
     history: deque[MemorySample] = deque(maxlen=RATE_SAMPLES)
     sampled: SampledCgroup | None = None
     seen = 0
-    while count is None or seen < count:
-        line = stream.next_line(every_s + LATE_AFTER_S)
+    while (remaining := until.remaining(seen)) > 0:
+        wait_s = every_s + LATE_AFTER_S
+        line = stream.next_line(min(wait_s, remaining))
         if line is None:
-            _note(f"no sample from {target.name} for {every_s + LATE_AFTER_S:g} s; still waiting")
+            if until.remaining(seen) > 0:
+                _note(f"no sample from {target.name} for {wait_s:g} s; still waiting")
+            elif seen == 0:
+                raise CollectionError(f"{target.name}: no sample came back before --for ended")
             continue
         item = read_line(nonce, line, datetime.now(UTC))
         if isinstance(item, SampledCgroup):
@@ -142,9 +152,27 @@ def _watch(
             history.append(item)
             sample = _with_rates(item, history, sampled)
             if format is WatchFormat.json:
-                _out(sample.model_dump_json())
+                _out(inert_json(sample.model_dump_json()))
             else:
                 _out(_watch_row(sample))
+
+
+@dataclass(frozen=True)
+class Until:
+    """When ``watch`` stops: after ``samples`` samples or at ``ends_at`` (wall clock,
+    ``time.monotonic()``), whichever comes first; None for either: no such bound.
+
+    >>> Until(samples=3, ends_at=None).remaining(3), Until(None, None).remaining(99)
+    (0.0, inf)
+    """
+
+    samples: int | None
+    ends_at: float | None
+
+    def remaining(self, seen: int) -> float:
+        if self.samples is not None and seen >= self.samples:
+            return 0.0
+        return math.inf if self.ends_at is None else max(0.0, self.ends_at - time.monotonic())
 
 
 def _watch_header(target: Target, every_s: float, sampled: SampledCgroup) -> str:
@@ -256,12 +284,12 @@ def _wait(
         elapsed = item.host_uptime_s - first.host_uptime_s
         if all(c.holds(_value(c, item)) for c in conditions):
             _out(f"met after {seconds_text(elapsed)}: {_state(conditions, history)}")
-            return EXIT_MET
+            return ExitStatus.ok
         eta = _eta(conditions, history, remaining)
         _out(f"+{elapsed:6.1f}s  {_state(conditions, history)}  {eta}")
     last = f": {_state(conditions, history)}" if history else ""
     _out(f"timed out after {seconds_text(timeout_s)}{last}")
-    return EXIT_TIMED_OUT
+    return ExitStatus.findings
 
 
 def _check_cgroup(sampled: SampledCgroup, conditions: Sequence[Condition], target: Target) -> None:
@@ -419,5 +447,4 @@ def _out(text: str) -> None:
 
 
 def _note(text: str) -> None:
-    sys.stderr.write(f"forensics: {text}\n")
-    sys.stderr.flush()
+    say(text)

@@ -1,21 +1,26 @@
-"""Make host-supplied text inert wherever a report shows it.
+"""The one escaping of text that came from a host, a file or an inventory.
 
-Host data is hostile by default: process names, log lines and file contents can hold
-terminal escape sequences, Markdown or HTML. Nothing the host wrote may act on the reader:
-no colour change in a terminal, no table cell split, no image fetched, no tag obeyed.
-HTML escaping is Jinja's autoescape; this module does the rest.
+Host data is hostile by default: process names, log lines, stderr of a login shell, labels
+in an inventory can hold terminal escape sequences (OSC 52 writes the clipboard, OSC 0 the
+window title), C1 controls, or bidi overrides that reorder what the reader sees ("Trojan
+Source"). Nothing the host wrote may act on the reader. Every output path goes through
+this module: ``inert`` for text (tables, reports, progress lines), ``one_line`` for the
+one-line messages on stderr, ``inert_json`` for JSON documents on stdout.
 """
 
 from __future__ import annotations
 
 import re
 
-# C0 and C1 controls but newline and tab; bidi overrides ("Trojan Source") reorder what is read.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls but newline and tab; DEL; bidi embeddings, overrides, isolates and
+# marks; line and paragraph separators (a terminal or an editor breaks lines at them).
+_C0 = "\x00-\x08\x0b-\x1f"
+_OTHERS = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{_C0}{_OTHERS}]")
+# Inside a JSON document C0 controls are escaped by every serialiser; the others are not.
+_JSON_RAW = re.compile(f"[{_OTHERS}]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~&])")
-# Text that starts like a list item or is a setext underline / thematic break on its own.
-_MD_LINE_START = re.compile(r"^(\s*)([-+=]|\d{1,9}[.)])(?=\s|$|[-=\s]*$)")
+MESSAGE_LIMIT = 2000
 
 
 def inert(text: str) -> str:
@@ -24,6 +29,8 @@ def inert(text: str) -> str:
 
     >>> inert("ok\\x1b[31mred\\x07 \\u202eevil")
     'ok\\\\x1b[31mred\\\\x07 \\\\u202eevil'
+    >>> inert("\\x1b]52;c;aGk=\\x07 \\x9b31m \\u2066x")
+    '\\\\x1b]52;c;aGk=\\\\x07 \\\\x9b31m \\\\u2066x'
     >>> inert("bad\\udcff")
     'bad\\ufffd'
     """
@@ -31,53 +38,30 @@ def inert(text: str) -> str:
     return _SURROGATE.sub("\ufffd", shown)
 
 
+def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``inert`` text on one line, at most ``limit`` characters: for messages on stderr.
+
+    >>> one_line("first\\nsecond\\x1b]0;owned\\x07")
+    'first\\\\nsecond\\\\x1b]0;owned\\\\x07'
+    >>> one_line("x" * 50, limit=10)
+    'xxxxxxxxx…'
+    """
+    flat = inert(text).replace("\r", "\\r").replace("\n", "\\n").replace("\t", " ")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def inert_json(document: str) -> str:
+    """A serialised JSON document with the controls no serialiser escapes (DEL, C1, bidi,
+    line separators) written as ``\\uNNNN``: the same data, nothing for a terminal to obey.
+
+    >>> import json
+    >>> shown = inert_json(json.dumps({"name": "a\\u202eb\\x9b"}, ensure_ascii=False))
+    >>> shown, json.loads(shown)["name"] == "a\\u202eb\\x9b"
+    ('{"name": "a\\\\u202eb\\\\u009b"}', True)
+    """
+    return _JSON_RAW.sub(lambda match: f"\\u{ord(match.group(0)):04x}", document)
+
+
 def _escape_control(match: re.Match[str]) -> str:
     code = ord(match.group(0))
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def markdown_inline(text: str) -> str:
-    """Escape text for a Markdown paragraph, heading or table cell: one line, pipes escaped,
-    no tag, link, image or emphasis can start.
-
-    >>> markdown_inline("a|b `c` <script> ![x](http://e/i.png)")
-    'a\\\\|b \\\\`c\\\\` \\\\<script\\\\> \\\\!\\\\[x\\\\](http://e/i.png)'
-    >>> markdown_inline("- 1. not a list\\nsecond line"), markdown_inline("6.1-rc2")
-    ('\\\\- 1. not a list second line', '6.1-rc2')
-    """
-    flat = inert(text.replace("\r\n", " ").replace("\n", " "))
-    escaped = _MD_SPECIAL.sub(r"\\\1", flat)
-    return _MD_LINE_START.sub(_escape_line_start, escaped, count=1)
-
-
-def _escape_line_start(match: re.Match[str]) -> str:
-    marker = match.group(2)
-    return match.group(1) + (f"\\{marker}" if len(marker) == 1 else f"{marker[:-1]}\\{marker[-1]}")
-
-
-def markdown_code(text: str) -> str:
-    """An inline code span the text cannot close early (not for table cells: pipes stay).
-
-    >>> print(markdown_code("ls `pwd`"))
-    `` ls `pwd` ``
-    """
-    flat = inert(text.replace("\n", " "))
-    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
-    if longest == 0:
-        return f"`{flat}`"
-    ticks = "`" * (longest + 1)
-    return f"{ticks} {flat} {ticks}"
-
-
-def markdown_fence(text: str) -> str:
-    """A fenced block that the text cannot close early, whatever backticks it holds.
-
-    >>> print(markdown_fence("x ``` y"))
-    ````text
-    x ``` y
-    ````
-    """
-    shown = inert(text)
-    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{shown}\n{fence}"

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forensics.core.focus import Focus, FocusError
 from forensics.shell.calls import (
     Options,
     command_option_changes,
@@ -218,16 +219,21 @@ def _start_options(shebang: str, interpreter_options: Sequence[str]) -> Options:
     return start
 
 
-def _daemon_matcher(supervised: Sequence[str], focus: str | None) -> re.Pattern[str] | None:
-    patterns = [re.escape(name) for name in supervised if name]
-    if focus:
-        try:
-            re.compile(focus)
-        except re.error:
-            focus = None
-        else:
-            patterns.append(f"(?:{focus})")
-    return re.compile("|".join(patterns)) if patterns else None
+def _daemon_matcher(supervised: Sequence[str], focus: str | None) -> Callable[[str], bool] | None:
+    """Whether a command's text names the daemon: a supervised name, or ``--focus`` matched
+    as everywhere else (``forensics/core/focus.py``; a pattern it refuses is left out)."""
+    names = [name for name in supervised if name]
+    try:
+        pattern = Focus.compile(focus) if focus else None
+    except FocusError:
+        pattern = None
+    if not names and pattern is None:
+        return None
+
+    def names_daemon(text: str) -> bool:
+        return any(name in text for name in names) or (pattern is not None and pattern.search(text))
+
+    return names_daemon
 
 
 @dataclass
@@ -347,7 +353,7 @@ class _Walker:
         lines: list[str],
         start: Options,
         dialect: str,
-        daemon: re.Pattern[str] | None,
+        daemon: Callable[[str], bool] | None,
         functions: dict[str, Compound],
         library: _Library,
     ) -> None:
@@ -903,7 +909,7 @@ class _Walker:
     def check_discarded(self, item: AndOr) -> None:
         left = item.pipelines[:-1]
         looks_like_daemon = any(_is_sink_pipeline(p) for p in left) or (
-            self.daemon is not None and any(self.daemon.search(_text([p])) for p in left)
+            self.daemon is not None and any(self.daemon(_text([p])) for p in left)
         )
         if not looks_like_daemon:
             return
