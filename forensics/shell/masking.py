@@ -36,10 +36,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forensics.core.focus import Focus, FocusError
 from forensics.shell.calls import (
     Options,
     command_option_changes,
@@ -65,6 +65,9 @@ from forensics.shell.syntax import (
     parse_script,
     unquote,
 )
+
+if TYPE_CHECKING:
+    from forensics.core.focus import Focus
 
 EXCERPT_CHARS = 200
 _TEXT_CHARS = 60
@@ -223,10 +226,7 @@ def _daemon_matcher(supervised: Sequence[str], focus: str | None) -> Callable[[s
     """Whether a command's text names the daemon: a supervised name, or ``--focus`` matched
     as everywhere else (``forensics/core/focus.py``; a pattern it refuses is left out)."""
     names = [name for name in supervised if name]
-    try:
-        pattern = Focus.compile(focus) if focus else None
-    except FocusError:
-        pattern = None
+    pattern = _focus_pattern(focus) if focus else None
     if not names and pattern is None:
         return None
 
@@ -234,6 +234,16 @@ def _daemon_matcher(supervised: Sequence[str], focus: str | None) -> Callable[[s
         return any(name in text for name in names) or (pattern is not None and pattern.search(text))
 
     return names_daemon
+
+
+def _focus_pattern(focus: str) -> Focus | None:
+    # Imported here: without --focus, lint-script starts without loading re2.
+    from forensics.core.focus import Focus, FocusError
+
+    try:
+        return Focus.compile(focus)
+    except FocusError:
+        return None
 
 
 @dataclass
