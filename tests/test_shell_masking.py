@@ -266,7 +266,7 @@ def test_sourced_files_are_followed_or_named() -> None:
     library = {"lib/run.sh": "set -o pipefail\nlaunch() { torchrun x | tee l; }\n"}
     text = (
         '#!/bin/bash\nset -e\n. "$(dirname "$0")/lib/run.sh"\nsource ./site.sh\n'
-        'source "$CONF"\nlaunch\n'
+        'source "$CONF"\n. /etc/profile\nlaunch\n'
     )
     analysis = find_masking(text, read_source=library.get)
     assert analysis.issues == []
@@ -274,6 +274,7 @@ def test_sourced_files_are_followed_or_named() -> None:
         ("lib/run.sh", True, None),
         ("site.sh", False, "could not be read beside the script"),
         ('"$CONF"', False, "its path is only known when the script runs"),
+        ("/etc/profile", False, "not read: an absolute path, not beside the script"),
     ]
     unread = find_masking(text)
     assert {s.problem for s in unread.sourced} >= {"not read: only the script itself was available"}

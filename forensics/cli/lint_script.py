@@ -106,12 +106,9 @@ def run(arguments: list[str]) -> None:
 
 
 def _beside(directory: Path) -> Callable[[str], str | None]:
-    """Reads a sourced file named relative to the script's directory; an absolute path
-    (``/etc/profile``) is another machine's business and is only named."""
+    """Reads a sourced file named relative to the script's directory."""
 
     def read(name: str) -> str | None:
-        if Path(name).is_absolute():
-            return None
         candidate = directory / name
         if not candidate.is_file():
             return None

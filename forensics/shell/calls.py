@@ -109,8 +109,8 @@ def _functions(items: list[AndOr]) -> Iterator[Compound]:
 
 
 def sourced_name(word: str) -> str | None:
-    """The file a ``source WORD`` reads, relative to the script's directory (or absolute);
-    None when it depends on a value only known at run time."""
+    """The file a ``source WORD`` reads, relative to the script's directory (or an absolute
+    path); None when it depends on a value only known at run time."""
     name = unquote(word)
     while (match := _DIRECTORY_PREFIX.match(name)) is not None:
         name = name[match.end() :]

@@ -182,7 +182,7 @@ def find_masking(
     known to run (a zombie child's name) and ``focus`` is the operator's regex: a
     ``|| true`` around one of them is the daemon's status thrown away. ``read_source``
     returns the text of a file the script sources (a name relative to the script's
-    directory, or absolute), or None when it cannot be read.
+    directory; absolute paths are only named), or None when it cannot be read.
     """
     lines = [line.rstrip("\r") for line in text.split("\n")]
     program = parse_script(text)
@@ -281,6 +281,8 @@ class _Library:
                     problem: str | None = "its path is only known when the script runs"
                 elif read_source is None:
                     problem = "not read: only the script itself was available"
+                elif name.startswith("/"):
+                    problem = "not read: an absolute path, not beside the script"
                 elif len(library.texts) >= _MAX_SOURCED or depth >= _MAX_SOURCE_DEPTH:
                     problem = (
                         f"not read: more than {_MAX_SOURCED} files or {_MAX_SOURCE_DEPTH} "
