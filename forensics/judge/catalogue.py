@@ -429,9 +429,11 @@ _ENTRIES = (
         severities=WARNING_OR_CRITICAL,
         question="Does a wrapper script swallow the exit status?",
         meaning="A shell script running on the host loses the exit status it acts on "
-        "(`if ! daemon | tee log` then `$?`, a pipeline into tee without pipefail, `$?` "
-        "read too late, `daemon || true`, ...): it reports success for every crash. "
-        "Critical when it is a zombie's parent or runs the focus process.",
+        "(`if ! daemon | tee log` then `$?`, a pipeline into tee without pipefail on some "
+        "path that reaches it, `$?` read too late, `daemon || true`, a retry loop deciding on "
+        "such a value, ...): it reports success for every crash. One place per lost status; "
+        "functions are judged with their callers' options. Critical when it is a zombie's "
+        "parent or runs the focus process.",
         next_steps=(
             "Fix a copy and check it: forensics lint-script FILE",
             "Until then trust the daemon's own log and exit status, not the wrapper's.",
@@ -443,7 +445,8 @@ _ENTRIES = (
         severities=INFO,
         question="What else is wrong with the script's error handling?",
         meaning="ShellCheck's error-handling notes (SC2181, SC2319, ...), unusual files "
-        "(CRLF endings, not UTF-8), or a script that could not be read or checked.",
+        "(CRLF endings, not UTF-8), or a script that could not be read. ShellCheck itself "
+        "missing, failing or timing out is a fact, not this finding.",
         next_steps=("Review locally: forensics lint-script FILE",),
         raised_by="forensics.probes.scripts",
     ),
