@@ -24,7 +24,11 @@ from tests.process_section import HostProcess
 from tests.process_section import parse_text as parse_processes
 from tests.process_section import section_text as process_table
 
-SAMPLE_TEXTS = [path.read_text() for path in sorted(SAMPLES.iterdir()) if path.suffix != ".md"]
+SAMPLE_TEXTS = [
+    path.read_text()
+    for path in sorted(SAMPLES.rglob("*"))
+    if path.is_file() and path.suffix not in (".md", ".expected")
+]
 ALL_SAMPLES = "\n".join(SAMPLE_TEXTS)
 CLOCK = Clock(boot_time=datetime(2026, 1, 1, tzinfo=UTC), uptime_s=1e6, utc_offset=None)
 
