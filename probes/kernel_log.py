@@ -45,11 +45,15 @@ from pydantic import BaseModel, Field
 
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
 from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.kernel.crashes import KernelCrash, find_crashes
 from forensics.kernel.faults import UserFault, find_faults
+from forensics.kernel.gpu_driver import GpuDriverEvent, find_gpu_driver_events
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
 from forensics.kernel.lines import Clock, KernelLine, read_lines
 from forensics.kernel.machine_checks import MachineCheck, find_machine_checks
-from forensics.kernel.oom_report import OomKill, find_oom_kills
+from forensics.kernel.oom_report import OomKill, OomScan, find_oom_kills
+from forensics.kernel.pcie_aer import PcieError, find_pcie_errors
+from forensics.kernel.sxid import SxidEvent, find_sxids
 from forensics.kernel.xid import XidEvent, find_xids
 from forensics.remote.file_dump import DumpedFile, dumped_files
 
@@ -67,8 +71,14 @@ V2_ROOT = "/sys/fs/cgroup"
 INTERESTING = (
     "oom|Out of memory|out of memory|Killed process|Kill process|callbacks suppressed|"
     "memory: usage|Task in |cpuset=|segfault at|general protection|traps: |"
-    "blocked for more than|NVRM|Hardware Error|Machine check|mce: |EDAC"
+    "blocked for more than|NVRM|Hardware Error|Machine check|mce: |EDAC|"
+    "BUG|Oops|\\[#[0-9]|Kernel panic|LOCKUP|INFO: rcu|AER: |PCIe Bus Error|SXid"
 )
+PREVIOUS_BOOT_MARKER = "=== previous boot ==="
+PREVIOUS_BYTES_KEPT = 256 << 10
+LSPCI_DEVICES = 8
+# The devices that PCIe errors and lost GPUs name, as lspci -s takes them.
+DEVICE_LINES = "AER: |PCIe Bus Error|device_id: |fallen off the bus|RmInitAdapter"
 FILE_SOURCES = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
 
 SHELL = f"""\
@@ -131,12 +141,31 @@ if [ "$_b" -gt {LOG_BYTES_KEPT} ]; then
   if [ $? -gt 1 ]; then grep -E -e '{INTERESTING}' kl.out >kl.cut; fi
   _c=$(wc -c <kl.cut); echo "filtered $((_c + 0)) {LOG_BYTES_KEPT}"
 fi
+# --- issue 16: lspci for the devices PCIe errors and lost GPUs name; the previous boot
+if command -v lspci >/dev/null 2>&1; then
+  for _d in $(grep -E -e '{DEVICE_LINES}' kl.out | grep -o -E '[0-9a-f]{{4}}:[0-9a-f]{{2}}:[0-9a-f]{{2}}[.][0-7]' |
+              sort -u | head -n {LSPCI_DEVICES}); do
+    echo "lspci $_d $(lspci -s "$_d" 2>/dev/null | head -n 1)"
+  done
+fi
+: >kl.prev
+if command -v journalctl >/dev/null 2>&1; then
+  : >kl.err
+  journalctl -k -b -1 --no-pager -q -o short-iso-precise >kl.prev 2>kl.err ||
+    journalctl -k -b -1 --no-pager -q -o short-iso >kl.prev 2>kl.err; _rc=$?
+  _l=; IFS= read -r _l <kl.err
+  grep -E -e '{INTERESTING}' kl.prev 2>/dev/null | tail -c {PREVIOUS_BYTES_KEPT} >kl.pcut
+  _c=$(wc -c <kl.pcut); _p=$(wc -c <kl.prev)
+  echo "previous_boot journalctl $_rc $((_p + 0)) $((_c + 0)) ${{_l:-ok}}"
+fi
+# --- end issue 16
 # shellcheck disable=SC2086 # split on purpose (set -f): one head for every file
 if [ -n "$_files" ]; then head -v -c 4096 $_files 2>/dev/null; fi
 echo; echo '{MARKER}'
 if [ "$_b" -gt {LOG_BYTES_KEPT} ]; then head -n 1 kl.out; tail -c {LOG_BYTES_KEPT} kl.cut
 else cat kl.out; fi
-rm -f kl.out kl.err kl.cut
+if [ -s kl.pcut ]; then echo '{PREVIOUS_BOOT_MARKER}'; cat kl.pcut; fi
+rm -f kl.out kl.err kl.cut kl.prev kl.pcut
 """
 
 Source = Literal["dmesg", "journalctl", "file"]
@@ -166,6 +195,20 @@ class MemcgCounters(BaseModel):
     evidence: EvidenceRef | None = Field(default=None, description="The oom_kill line.")
 
 
+class PreviousBoot(BaseModel):
+    """The boot before this one, read from a persistent journal (``journalctl -k -b -1``)."""
+
+    exit_status: int | None = None
+    log_bytes: int | None = Field(default=None, description="Its whole kernel log.")
+    kept_bytes: int | None = Field(default=None, description="Matching lines sent, capped.")
+    said: str = Field(description="'ok', or journalctl's first line of stderr.")
+    evidence: EvidenceRef
+
+    @property
+    def read(self) -> bool:
+        return self.exit_status == 0 and bool(self.log_bytes)
+
+
 class KernelLogFacts(BaseModel):
     source: str | None = Field(default=None, description="The source that answered, if any.")
     attempts: list[LogSourceAttempt] = Field(default_factory=list)
@@ -185,6 +228,12 @@ class KernelLogFacts(BaseModel):
     reaches_boot: bool | None = Field(
         default=None, description="The log starts at boot; False: older lines are gone."
     )
+    only_earlier_boots: bool = Field(
+        default=False, description="A log file whose every line predates this boot."
+    )
+    previous_boot: PreviousBoot | None = Field(
+        default=None, description="What journalctl -k -b -1 gave, when it was tried."
+    )
     oom_kills: list[OomKill] = Field(default_factory=list)
     oom_callbacks_suppressed: int = 0
     suppressed_evidence: list[EvidenceRef] = Field(default_factory=list)
@@ -192,6 +241,13 @@ class KernelLogFacts(BaseModel):
     hung_tasks: list[HungTask] = Field(default_factory=list)
     xids: list[XidEvent] = Field(default_factory=list)
     machine_checks: list[MachineCheck] = Field(default_factory=list)
+    crashes: list[KernelCrash] = Field(default_factory=list)
+    pcie_errors: list[PcieError] = Field(default_factory=list)
+    gpu_driver_events: list[GpuDriverEvent] = Field(default_factory=list)
+    sxids: list[SxidEvent] = Field(default_factory=list)
+    lspci: dict[str, str] = Field(
+        default_factory=dict, description="lspci -s of each device PCIe errors name."
+    )
     memcg_counters: list[MemcgCounters] = Field(default_factory=list)
     incomplete: str | None = Field(
         default=None, description="Why what was read may be missing its end."
@@ -223,7 +279,10 @@ class KernelLogFacts(BaseModel):
 def sections(options: CollectOptions) -> list[SectionSpec]:
     return [
         SectionSpec(
-            name=SECTION, shell=SHELL, timeout_s=30, max_bytes=2 * LOG_BYTES_KEPT + (256 << 10)
+            name=SECTION,
+            shell=SHELL,
+            timeout_s=30,
+            max_bytes=2 * LOG_BYTES_KEPT + PREVIOUS_BYTES_KEPT + (256 << 10),
         )
     ]
 
@@ -273,18 +332,41 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
         return facts
     offset = _utc_offset(facts.utc_offset)
     clock = Clock(boot_time=facts.boot_time, uptime_s=facts.uptime_s, utc_offset=offset)
-    lines = read_lines(log_text, log_first_line, clock)
+    current, previous, previous_first_line = _split_previous(log_text, log_first_line)
+    lines = read_lines(current, log_first_line, clock)
     facts.time_basis = _time_basis(facts, offset)
     _read_reach(facts, lines)
-    scan = find_oom_kills(lines, SECTION)
+    if previous is not None:
+        lines += read_lines(previous, previous_first_line, clock, previous_boot=True)
+    _read_events(facts, lines)
+    return facts
+
+
+def _read_events(facts: KernelLogFacts, lines: list[KernelLine]) -> None:
+    scan: OomScan = find_oom_kills(lines, SECTION)
     facts.oom_kills = scan.kills
     facts.oom_callbacks_suppressed = scan.callbacks_suppressed
     facts.suppressed_evidence = scan.suppressed_evidence
     facts.faults = find_faults(lines, SECTION)
     facts.hung_tasks = find_hung_tasks(lines, SECTION)
     facts.xids = find_xids(lines, SECTION)
-    facts.machine_checks = find_machine_checks(lines, SECTION)
-    return facts
+    pcie = find_pcie_errors(lines, SECTION)
+    facts.pcie_errors = pcie.errors
+    facts.machine_checks = find_machine_checks(lines, SECTION, pcie.hardware_error_lines)
+    facts.crashes = find_crashes(lines, SECTION)
+    facts.gpu_driver_events = find_gpu_driver_events(lines, SECTION)
+    facts.sxids = find_sxids(lines, SECTION)
+
+
+def _split_previous(text: str, first_line: int) -> tuple[str, str | None, int]:
+    """This boot's log, the previous boot's lines after ``PREVIOUS_BOOT_MARKER`` (the last
+    one: ours comes after the whole log), and the section line they start on."""
+    lines = text.split("\n")
+    if PREVIOUS_BOOT_MARKER not in lines:
+        return text, None, 0
+    index = len(lines) - 1 - lines[::-1].index(PREVIOUS_BOOT_MARKER)
+    current = "\n".join(lines[:index]) + ("\n" if index else "")
+    return current, "\n".join(lines[index + 1 :]), first_line + index + 1
 
 
 def _split(text: str) -> tuple[str, str | None, int]:
@@ -321,7 +403,26 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
             facts.filtered_bytes, facts.cap_bytes = _int(kept), _int(cap)
         elif key == "memcg" and value.startswith("/"):
             memcg_paths.append(value)
+        elif key == "lspci":
+            device, _, described = value.partition(" ")
+            if device and described.strip():
+                facts.lspci[device] = described.strip()
+        elif key == "previous_boot":
+            facts.previous_boot = _previous_boot(value, number, line)
     return memcg_paths
+
+
+def _previous_boot(value: str, number: int, line: str) -> PreviousBoot:
+    """``journalctl STATUS LOG_BYTES KEPT_BYTES ok|first line of stderr``."""
+    words = value.split(" ", 4)
+    words += [""] * (5 - len(words))
+    return PreviousBoot(
+        exit_status=_int(words[1]),
+        log_bytes=_int(words[2]),
+        kept_bytes=_int(words[3]),
+        said=words[4] or "?",
+        evidence=EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line),
+    )
 
 
 def _attempt(value: str, number: int, line: str) -> LogSourceAttempt:
@@ -391,13 +492,16 @@ def _read_reach(facts: KernelLogFacts, lines: list[KernelLine]) -> None:
     """How far back the log goes: its earliest stamp of this boot, and whether that is boot."""
     if facts.source_kind() == "file":
         timed = [line for line in lines if line.stamped and line.time is not None]
+        this_boot = [line for line in timed if not line.previous_boot]
+        # A file whose every line predates boot says nothing about this boot.
+        facts.only_earlier_boots = bool(timed) and not this_boot
         earliest = min(timed, key=_wall) if timed else None
         if earliest is not None and earliest.time is not None:
             facts.earliest_time = earliest.time
             facts.earliest_monotonic_s = earliest.monotonic_s
             if facts.boot_time is not None:
-                facts.reaches_boot = earliest.time <= facts.boot_time + timedelta(
-                    seconds=BOOT_SLACK_S
+                facts.reaches_boot = not facts.only_earlier_boots and (
+                    earliest.time <= facts.boot_time + timedelta(seconds=BOOT_SLACK_S)
                 )
     else:
         stamped = [line for line in lines if line.stamped and line.monotonic_s is not None]

@@ -240,6 +240,9 @@ def _killed(
             "monotonic_s": kill.monotonic_s,
             "rss_kb": kill.rss_kb,
             "memcg_oom_kill": counters[0].oom_kill if counters else None,
+            "uid": kill.uid,
+            "report": kill.report,
+            "previous_boot": kill.previous_boot,
             "in_question": in_question,
             "matched_by": match.how if match else None,
             "source": log.source,
@@ -311,6 +314,13 @@ def _kill_details(kill: OomKill) -> list[str]:
         )
     if kill.invoked_by and kill.invoked_by != kill.name:
         details.append(f"The allocation that failed was made by {kill.invoked_by}.")
+    if kill.report == "unpaired":
+        details.append(
+            "The OOM report printed before it belongs to another OOM event (too far apart in "
+            "time, or cut by the kernel's rate limit): which task's allocation failed and "
+            "whether a cgroup limit or the whole machine ran out is unknown beyond the kill "
+            "line's own words."
+        )
     if kill.reaped:
         details.append("The oom_reaper then freed its memory.")
     return details
@@ -490,6 +500,13 @@ def _not_from_boot(log: KernelLogFacts, earliest: tuple[EvidenceRef, ...]) -> _R
             "Next time, read the log soon after the crash, or keep it: `dmesg -w >> "
             "/var/log/dmesg.keep` on the host, or boot with log_buf_len=16M.",
         )
+    elif log.only_earlier_boots:
+        boot = f"{log.boot_time:%Y-%m-%d %H:%M:%S} UTC" if log.boot_time else "the last boot"
+        words = (
+            f"Every line of the kernel log from {log.source} predates the last boot at {boot}: "
+            "it says nothing about this boot (the logger may have stopped writing kernel lines)."
+        )
+        steps = ("Read this boot's kernel log another way: `dmesg` or `journalctl -k -b` as root.",)
     else:
         words = (
             f"The kernel log from {log.source} starts at {start}, after boot: older lines "
