@@ -143,7 +143,8 @@ if [ "$_b" -gt {LOG_BYTES_KEPT} ]; then
 fi
 # --- issue 16: lspci for the devices PCIe errors and lost GPUs name; the previous boot
 if command -v lspci >/dev/null 2>&1; then
-  for _d in $(grep -E -e '{DEVICE_LINES}' kl.out | grep -o -E '[0-9a-f]{{4}}:[0-9a-f]{{2}}:[0-9a-f]{{2}}[.][0-7]' |
+  for _d in $(grep -E -e '{DEVICE_LINES}' kl.out |
+              grep -o -E '[0-9a-f]{{4}}:[0-9a-f]{{2}}:[0-9a-f]{{2}}[.][0-7]' |
               sort -u | head -n {LSPCI_DEVICES}); do
     echo "lspci $_d $(lspci -s "$_d" 2>/dev/null | head -n 1)"
   done

@@ -207,7 +207,7 @@ def _classify(message: str) -> tuple[CrashKind, str, dict[str, int | str | None]
         return "oops", "kernel_bug", {"where": bug_at.group("where")}
     if (die := _DIE.match(message)) is not None:
         return "oops", _OOPS_KINDS.get(die.group("what"), "oops"), {}
-    if (bug := _OTHER_BUG.match(message)) is not None:
+    if _OTHER_BUG.match(message) is not None:
         kind = next((k for text, k in _BUG_KINDS.items() if message[5:].startswith(text)), None)
         return "bug", kind or "other", {}
     return None

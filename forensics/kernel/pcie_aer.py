@@ -5,11 +5,11 @@ firmware), named by its bus id.
 How kernels word it (``drivers/pci/pcie/aer.c`` and its 3.x ``aerdrv_errprint.c``)::
 
     pcieport 0000:00:03.0: AER: Corrected error received: id=0018                  (3.x, 4.x)
-    pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, id=0018(Receiver ID)
+    pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, id=0018(R...
     pcieport 0000:5d:00.0: AER: Corrected error received: 0000:5e:00.0             (4.19+)
     nvme 0000:5e:00.0: AER: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)
     pcieport 0000:16:01.0: AER: Uncorrectable (Non-Fatal) error message received from 0000:17:00.0
-    nvidia 0000:17:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), type=Transaction Layer, ...
+    nvidia 0000:17:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), type=Transacti...
 
 and, when the firmware handles AER first, as an APEI record::
 
@@ -119,9 +119,12 @@ def find_pcie_errors(lines: Sequence[KernelLine], section: str) -> PcieScan:
         if received is None and bus_error is None:
             continue
         if bus_error is not None and last is not None and index - last[0] <= SAME_ERROR_LINES:
-            error = last[1]
-            if prefix is None or error.device in (prefix.group("device").lower(), error.reporter):
-                _merge(error, prefix, bus_error, line.evidence(section))
+            earlier = last[1]
+            if prefix is None or earlier.device in (
+                prefix.group("device").lower(),
+                earlier.reporter,
+            ):
+                _merge(earlier, prefix, bus_error, line.evidence(section))
                 last = None
                 continue
         error = _error(prefix, received, bus_error, line, section)
@@ -140,7 +143,8 @@ def _error(
 ) -> PcieError | None:
     own = prefix.group("device").lower() if prefix else None
     device = own
-    words = (received or bus_error).group("severity") if (received or bus_error) else ""
+    said = received or bus_error
+    words = said.group("severity") if said is not None else ""
     if received is not None:
         device = (received.group("device") or "").lower() or _from_id(received.group("id"), own)
     if device is None:

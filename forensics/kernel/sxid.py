@@ -54,7 +54,8 @@ def find_sxids(lines: Sequence[KernelLine], section: str) -> list[SxidEvent]:
     ...     "egress non-posted PRIV error (First)\\n"
     ...     "[ 8.0] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Severity 0 Engine "
     ...     "instance 32 Sub-engine instance 00\\n"
-    ...     "[ 9.0] nvidia-nvswitch0: SXid (PCI:0000:88:00.0): 20034, Fatal, Link 30 LTSSM Fault Up\\n"
+    ...     "[ 9.0] nvidia-nvswitch0: SXid (PCI:0000:88:00.0): 20034, Fatal, Link 30 "
+    ...     "LTSSM Fault Up\\n"
     ... )
     >>> [(e.pci, e.code, e.fatal, e.link, len(e.evidence))
     ...  for e in find_sxids(read_lines(log, 1, Clock()), "k")]

@@ -11,6 +11,8 @@ board, memory, NVLink, PCIe), thermal_power (power cabling, power smoothing), fo
 
 from __future__ import annotations
 
+# ruff: noqa: E501 (one row per code reads better than rows wrapped over three lines)
+
 XID_CATALOG: dict[int, tuple[str, str, str, str, str]] = {
     1: ('ROBUST_CHANNEL_FIFO_ERROR_FIFO_METHOD', 'unused on Ampere and newer (older GPUs: Invalid or corrupted push buffer stream)', 'CONTACT_SUPPORT', '', 'unknown'),
     2: ('ROBUST_CHANNEL_FIFO_ERROR_SW_METHOD', 'unused on Ampere and newer (older GPUs: Invalid or corrupted push buffer stream)', 'CONTACT_SUPPORT', '', 'unknown'),
