@@ -78,7 +78,7 @@ PREVIOUS_BOOT_MARKER = "=== previous boot ==="
 PREVIOUS_BYTES_KEPT = 256 << 10
 LSPCI_DEVICES = 8
 # The devices that PCIe errors and lost GPUs name, as lspci -s takes them.
-DEVICE_LINES = "AER: |PCIe Bus Error|device_id: |fallen off the bus|RmInitAdapter"
+DEVICE_LINES = "AER: |PCIe Bus Error|device_id: |The NVIDIA GPU |fallen off the bus|RmInitAdapter"
 FILE_SOURCES = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
 
 SHELL = f"""\

@@ -630,7 +630,7 @@ def _ruled_out(
             f"The kernel log ({log.source}) was read whole and reaches back to boot (its first "
             f"line is in the evidence); it records no OOM kill of {whom}."
             f"{other_words} The kernel's own counters agree ({counted}): every kill they "
-            "count is in the log. An OOM kill before the last boot would not show here."
+            f"count is in the log. {_previous_boot_words(log)}"
         )
         earlier = "For a death before the last boot: `journalctl -k -b -1 | grep 'Killed process'`."
     else:
@@ -684,6 +684,19 @@ def _ruled_out(
         evidence=[e for e in [log.earliest_evidence] if e is not None]
         + [c.evidence for c in counters if c.evidence is not None],
     )
+
+
+def _previous_boot_words(log: KernelLogFacts) -> str:
+    earlier = [kill for kill in log.oom_kills if kill.previous_boot]
+    if earlier:
+        names = ", ".join(sorted({kill.name for kill in earlier}))
+        return (
+            f"Before the last boot, {len(earlier)} process(es) were OOM-killed ({names}): see "
+            "the oom.killed findings marked so."
+        )
+    if log.previous_boot is not None and log.previous_boot.read:
+        return "The previous boot's journal was read too and holds no OOM kill."
+    return "An OOM kill before the last boot would not show here."
 
 
 def _mib(kb: int | None) -> str:
