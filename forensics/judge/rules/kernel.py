@@ -230,7 +230,7 @@ def _crash_finding(group: list[KernelCrash]) -> Finding:
         subject = {"reason": first.detail, **subject}
     elif first.kind == "soft_lockup":
         longest = max(crash.stuck_s or 0 for crash in group)
-        title = f"CPU {first.cpu} stuck in the kernel for {longest} s{before} ({task}){times}"
+        title = f"CPU {first.cpu} stuck in the kernel for {longest} s{before} running {task}{times}"
         subject.update({"cpu": first.cpu, "name": first.name, "pid": first.pid})
         subject["stuck_s"] = longest
     elif first.kind == "hard_lockup":
@@ -267,7 +267,7 @@ _OOPS_WORDS = {
 }
 _CRASH_WORDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "oops": (
-        "an oops: the kernel itself faulted",
+        "an oops (the kernel itself faulted)",
         "The task it was running was killed, and the kernel may be unstable until the next "
         "reboot (locks held at the time stay held). A module named in the evidence (nvidia, "
         "nvidia_uvm, a filesystem) is the first suspect.",
@@ -278,7 +278,7 @@ _CRASH_WORDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ),
     ),
     "bug": (
-        "a BUG: report: the kernel caught itself breaking one of its own rules",
+        "a BUG: report (the kernel caught itself breaking one of its own rules)",
         "The kernel kept running, but such reports precede hangs and crashes.",
         (
             "Read the report and the trace after it in the kernel log; update the kernel or the "
@@ -286,7 +286,7 @@ _CRASH_WORDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ),
     ),
     "panic": (
-        "a kernel panic: the kernel stopped",
+        "a kernel panic (the kernel stopped)",
         "Everything on the host died at that moment; the host then rebooted (or hung, if "
         "kernel.panic is 0).",
         (
@@ -296,7 +296,7 @@ _CRASH_WORDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ),
     ),
     "soft_lockup": (
-        "a soft lockup: a CPU ran kernel code without scheduling for the time shown",
+        "a soft lockup (a CPU ran kernel code without scheduling for the time shown)",
         "Work on that CPU stalled; the task named was running. A driver looping in the kernel "
         "(often a GPU or storage driver) or a hypervisor that stole the CPU are the usual "
         "causes.",
@@ -307,12 +307,12 @@ _CRASH_WORDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ),
     ),
     "hard_lockup": (
-        "a hard lockup: a CPU stopped taking interrupts",
+        "a hard lockup (a CPU stopped taking interrupts)",
         "The CPU was stuck with interrupts off; the kernel usually panics after it.",
         ("Read the trace after the line; check firmware/BIOS and hardware logs (BMC SEL).",),
     ),
     "rcu_stall": (
-        "an RCU stall: some CPUs or tasks did not pass a quiescent state for a long time",
+        "an RCU stall (CPUs or tasks held up RCU grace periods for a long time)",
         "Often a CPU stuck in the kernel (see soft lockups) or starved by a hypervisor; the "
         "host may be slow or about to hang.",
         (
