@@ -11,7 +11,8 @@ from typing import Any
 from forensics.core.facts import Facts
 from forensics.core.models import CollectOptions, Finding
 from forensics.core.probe import RuleContext
-from forensics.judge.rules import gpu_errors, kernel, oom
+from forensics.judge.rules import gpu_errors, oom
+from forensics.probes import kernel_log_rules
 from tests.kernel_samples import SAMPLES, parse_section, section_text
 
 CORPUS = SAMPLES / "corpus"
@@ -59,9 +60,10 @@ class Sample:
     def findings(self) -> list[Finding]:
         source = self.header.get("source", "dmesg")
         text = section_text(self.log, source, utc_offset=self.header.get("utc_offset", "+0000"))
-        facts = Facts(kernel_log=parse_section(text))
+        log = parse_section(text)
+        facts = Facts(kernel_log=log)
         context = RuleContext(options=CollectOptions(), sections={}, collected_at=datetime.now(UTC))
-        found = oom.oom_verdict(facts, context) + kernel.kernel_events(facts, context)
+        found = oom.oom_verdict(facts, context) + kernel_log_rules.rules(log, context)
         found += gpu_errors.gpu_errors(facts, context)
         return [f for f in found if f.id.startswith(FAMILIES)]
 

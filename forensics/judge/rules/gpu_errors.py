@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from forensics.core.facts import Facts
-from forensics.core.models import EvidenceRef, Finding, Severity
+from forensics.core.evidence import cite
+from forensics.core.facts import CrossRule, Facts
+from forensics.core.models import Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.gpu_driver import GpuDriverEvent
 from forensics.kernel.sxid import SxidEvent
@@ -42,15 +43,15 @@ EXPLAINING_XIDS: dict[str, frozenset[int]] = {
 
 
 def gpu_errors(facts: Facts, context: RuleContext) -> list[Finding]:
-    log = facts.kernel_log or KernelLogFacts()
+    log, gpu = facts.of(KernelLogFacts) or KernelLogFacts(), facts.of(GpuFacts)
     xids = log.xids
     events = log.gpu_driver_events
-    findings = _xid_findings(xids, events, facts.gpu)
-    findings += _lost_findings(xids, events, facts.gpu, log)
+    findings = _xid_findings(xids, events, gpu)
+    findings += _lost_findings(xids, events, gpu, log)
     findings += _init_failed_findings(events, log)
     findings += _sxid_findings(log.sxids)
-    if facts.gpu is not None and facts.gpu.failure is not None:
-        findings.append(_smi_failed(facts.gpu, context, xids, events))
+    if gpu is not None and gpu.failure is not None:
+        findings.append(_smi_failed(gpu, context, xids, events))
     return findings
 
 
@@ -382,11 +383,7 @@ def _smi_failed(
     excerpt = smi.failure_message or kind
     evidence = []
     if run is not None:
-        evidence.append(
-            EvidenceRef(
-                section=SECTION, first_line=run.first_line, last_line=run.last_line, excerpt=excerpt
-            )
-        )
+        evidence.append(cite(SECTION, run.first_line, excerpt, last_line=run.last_line))
     subject: dict[str, object] = {"failure": kind, "message": smi.failure_message}
     explaining = [x for x in xids if x.code in EXPLAINING_XIDS.get(kind, frozenset())]
     explanation = explanation.format(timeout=timeout)
@@ -429,3 +426,6 @@ def _smi_failed(
 
 def _at(moment: datetime | None) -> str:
     return f" at {moment:%Y-%m-%d %H:%M:%S} UTC" if moment else ""
+
+
+RULES: tuple[CrossRule, ...] = (gpu_errors,)

@@ -27,7 +27,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from itertools import islice
 
-from forensics.core.facts import Facts
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.crashes import KernelCrash
@@ -41,16 +40,13 @@ EVIDENCE_LINES_MAX = 5
 BEFORE_BOOT = " (before the last boot)"
 
 
-def kernel_events(facts: Facts, context: RuleContext) -> list[Finding]:
-    log = facts.kernel_log
-    if log is None:
-        return []
+def rules(facts: KernelLogFacts, context: RuleContext) -> list[Finding]:
     return (
-        _faults(log.faults)
-        + _hung_tasks(log.hung_tasks)
-        + _crashes(log.crashes)
-        + _machine_checks(log.machine_checks)
-        + _pcie_errors(log)
+        _faults(facts.faults)
+        + _hung_tasks(facts.hung_tasks)
+        + _crashes(facts.crashes)
+        + _machine_checks(facts.machine_checks)
+        + _pcie_errors(facts)
     )
 
 
@@ -241,22 +237,48 @@ def _crash_finding(group: list[KernelCrash]) -> Finding:
         subject["flavor"] = first.detail
     else:
         title = f"Kernel BUG report{before}: {first.message[5:120]}{times}"
-    return Finding(
-        id=f"kernel.{first.kind}",
-        severity=Severity.critical if first.kind in _CRITICAL_CRASHES else Severity.warning,
-        title=title,
-        explanation=(
-            f"The kernel logged {words[0]}{_at(first.time)}{times}. {words[1]}"
-            + (f" The task running was {task}." if task and first.kind != "soft_lockup" else "")
-            + (" It happened before the last boot." if first.previous_boot else "")
-        ),
-        next_steps=list(words[2]),
-        subject=subject,
-        evidence=_evidence(ref for crash in group for ref in crash.evidence),
+    explanation = (
+        f"The kernel logged {words[0]}{_at(first.time)}{times}. {words[1]}"
+        + (f" The task running was {task}." if task and first.kind != "soft_lockup" else "")
+        + (" It happened before the last boot." if first.previous_boot else "")
     )
+    steps = list(words[2])
+    evidence = _evidence(ref for crash in group for ref in crash.evidence)
+    said = {"title": title, "explanation": explanation, "next_steps": steps}
+    # One literal id per kind: the finding catalogue reads them from the code.
+    match first.kind:
+        case "oops":
+            return Finding(
+                id="kernel.oops", severity=Severity.critical, **said, subject=subject,
+                evidence=evidence,
+            )  # fmt: skip
+        case "panic":
+            return Finding(
+                id="kernel.panic", severity=Severity.critical, **said, subject=subject,
+                evidence=evidence,
+            )  # fmt: skip
+        case "hard_lockup":
+            return Finding(
+                id="kernel.hard_lockup", severity=Severity.critical, **said, subject=subject,
+                evidence=evidence,
+            )  # fmt: skip
+        case "soft_lockup":
+            return Finding(
+                id="kernel.soft_lockup", severity=Severity.warning, **said, subject=subject,
+                evidence=evidence,
+            )  # fmt: skip
+        case "rcu_stall":
+            return Finding(
+                id="kernel.rcu_stall", severity=Severity.warning, **said, subject=subject,
+                evidence=evidence,
+            )  # fmt: skip
+        case _:
+            return Finding(
+                id="kernel.bug", severity=Severity.warning, **said, subject=subject,
+                evidence=evidence,
+            )  # fmt: skip
 
 
-_CRITICAL_CRASHES = ("oops", "panic", "hard_lockup")
 _OOPS_WORDS = {
     "null_pointer": "NULL pointer dereference",
     "paging_request": "bad kernel memory access (page fault)",
