@@ -14,6 +14,8 @@ answers, and says why each one that did not answer failed::
     log_bytes 48213
     log_lines 402
     memcg /docker/3f2a
+    lspci 0000:5e:00.0 5e:00.0 Non-Volatile memory controller: Samsung Electronics ...
+    previous_boot journalctl 0 812004 2210 ok
     ==> /sys/fs/cgroup/memory/docker/3f2a/memory.oom_control <==
     oom_kill_disable 0
     under_oom 0
@@ -21,6 +23,8 @@ answers, and says why each one that did not answer failed::
 
     === kernel log ===
     May 15 23:09:27 gpu-a kernel: [  514.682838] Memory cgroup out of memory: Killed ...
+    === previous boot ===
+    2026-05-14T22:58:02.331201+00:00 gpu-a kernel: Out of memory: Killed process 20411 ...
 
 ``dmesg`` runs without options: its default stamp, seconds since boot (``[  514.682838]``),
 is the one every dmesg (util-linux, busybox) prints and the one that does not depend on
@@ -32,7 +36,10 @@ When the log is larger than ``LOG_BYTES_KEPT``, only lines worth reading cross t
 the first line (how far back the buffer reaches) and the lines matching ``INTERESTING``
 with three lines of context, the newest ``LOG_BYTES_KEPT`` bytes of them; the header says
 so (``filtered KEPT CAP``). The counters of the memory cgroups that OOM lines name
-(``oom_memcg=``, ``task_memcg=``, ``Task in``) are read too, where this host can see them.
+(``oom_memcg=``, ``task_memcg=``, ``Task in``) are read too, where this host can see them,
+and ``lspci -s`` describes the devices that PCIe errors and lost GPUs name. The previous
+boot comes from ``journalctl -k -b -1`` (a persistent journal only): its matching lines,
+the newest ``PREVIOUS_BYTES_KEPT`` bytes, after ``=== previous boot ===``.
 """
 
 from __future__ import annotations
