@@ -47,7 +47,7 @@ from pydantic import BaseModel, Field
 from forensics.core.cgroup_paths import UNLIMITED_AT, V1_ROOT, V2_ROOT
 from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.core.numbers import parse_int
+from forensics.core.numbers import parse_flag, parse_int
 from forensics.core.pressure import Pressure, parse_pressure
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.remote.file_dump import DumpedFile, dumped_files
@@ -418,7 +418,6 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     """Read the ``cgroup`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "pid1 v1 /\\nself v1 /job\\nvmstat_oom_kill 2\\n"
     ...     "want 1 root /\\nwant 1 pid1 /\\nwant 1 self /job\\ndir 1 /\\ndir 1 /job\\n"
@@ -432,9 +431,7 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     ...     "==> /sys/fs/cgroup/memory/job/memory.stat <==\\n"
     ...     "total_inactive_file 20971520\\nhierarchical_memory_limit 1073741824\\n"
     ... )
-    >>> result = SectionResult(name="cgroup", command="", exit_status=0, duration_s=0.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"cgroup": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"cgroup": Captured.complete("cgroup", text)}, CollectOptions())
     >>> facts.layout, facts.vmstat_oom_kill, facts.counted_oom_kills()
     ('v1', 2, 2)
     >>> [(c.cgroup, c.roles, c.oom_kill, c.limit_bytes, c.unlimited) for c in facts.cgroups]
@@ -579,7 +576,7 @@ def _read_v1(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
     control = files.get("memory.oom_control")
     if control:
         keyed = _keyed(control)
-        counters.under_oom = _flag(keyed.get("under_oom"))
+        counters.under_oom = parse_flag(keyed.get("under_oom"))
         counters.oom_kill, counters.oom_kill_evidence = _counter(control, keyed, "oom_kill")
     counters.failcnt = _number(files.get("memory.failcnt"))
     counters.usage_bytes = _single(counters, files, "memory.usage_in_bytes", "usage")
@@ -817,11 +814,6 @@ def _ref(number: int, line: str) -> EvidenceRef:
 
 def _number(dumped: DumpedFile | None) -> int | None:
     return parse_int(dumped.content.strip()) if dumped else None
-
-
-def _flag(text: str | None) -> bool | None:
-    value = parse_int(text)
-    return None if value is None else value != 0
 
 
 PROBE = Probe(

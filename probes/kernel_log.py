@@ -45,7 +45,7 @@ from pydantic import BaseModel, Field
 from forensics.core.cgroup_paths import V1_ROOT, V2_ROOT
 from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.core.numbers import parse_float, parse_int
+from forensics.core.numbers import parse_flag, parse_float, parse_int
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.kernel.faults import UserFault, find_faults
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
@@ -231,7 +231,6 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
     """Read the ``kernel_log`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "dmesg_restrict 0\\nbtime 1764441600\\nuptime 8400.12\\nutc_offset +0000\\n"
     ...     "tried dmesg 0 ok\\nsource dmesg\\nlog_bytes 300\\nlog_lines 3\\nmemcg /job\\n"
@@ -244,9 +243,7 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
     ...     "total-vm:74132kB, anon-rss:64128kB, file-rss:6496kB, shmem-rss:0kB, UID:0 "
     ...     "pgtables:188kB oom_score_adj:0\\n"
     ... )
-    >>> result = SectionResult(name="kernel_log", command="", exit_status=0, duration_s=0.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"kernel_log": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"kernel_log": Captured.complete("kernel_log", text)}, CollectOptions())
     >>> facts.source, facts.reaches_boot, facts.dmesg_restrict
     ('dmesg', True, 0)
     >>> kill = facts.oom_kills[0]
@@ -363,7 +360,7 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
                     directory=V1_ROOT + cgroup,
                     version=1,
                     oom_kill=parse_int(keyed.get("oom_kill", "")),
-                    under_oom=_flag(keyed.get("under_oom")),
+                    under_oom=parse_flag(keyed.get("under_oom")),
                     failcnt=parse_int(_content(files.get(f"{V1_ROOT}{cgroup}/memory.failcnt"))),
                     evidence=_line_of(control, "oom_kill"),
                 )
@@ -466,11 +463,6 @@ def _epoch(seconds: int | None) -> datetime | None:
         return datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
         return None
-
-
-def _flag(text: str | None) -> bool | None:
-    value = parse_int(text) if text is not None else None
-    return None if value is None else value != 0
 
 
 PROBE = Probe(
