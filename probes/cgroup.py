@@ -575,7 +575,7 @@ def _counters(
 def _read_v1(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
     control = files.get("memory.oom_control")
     if control:
-        keyed = _keyed(control)
+        keyed = control.keyed()
         counters.under_oom = parse_flag(keyed.get("under_oom"))
         counters.oom_kill, counters.oom_kill_evidence = _counter(control, keyed, "oom_kill")
     counters.failcnt = _number(files.get("memory.failcnt"))
@@ -600,7 +600,7 @@ def _read_v1(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
 def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
     events = files.get("memory.events")
     if events:
-        keyed = _keyed(events)
+        keyed = events.keyed()
         counters.oom = parse_int(keyed.get("oom"))
         counters.oom_group_kill = parse_int(keyed.get("oom_group_kill"))
         counters.max_events = parse_int(keyed.get("max"))
@@ -608,7 +608,7 @@ def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
         counters.oom_kill, counters.oom_kill_evidence = _counter(events, keyed, "oom_kill")
     local = files.get("memory.events.local")
     if local:
-        counters.oom_kill_local = parse_int(_keyed(local).get("oom_kill"))
+        counters.oom_kill_local = parse_int(local.keyed().get("oom_kill"))
     counters.usage_bytes = _single(counters, files, "memory.current", "usage")
     counters.peak_bytes = _single(counters, files, "memory.peak", "peak")
     counters.swap_bytes = _number(files.get("memory.swap.current"))
@@ -736,14 +736,9 @@ def _not_visible(facts: CgroupFacts, listing: _Listing) -> None:
                 facts.not_visible.append(note)
 
 
-def _keyed(dumped: DumpedFile) -> dict[str, str]:
-    pairs = (line.split(None, 1) for line in dumped.content.splitlines())
-    return {pair[0]: pair[1].strip() for pair in pairs if len(pair) == 2}
-
-
 def _stat(dumped: DumpedFile) -> dict[str, int]:
     values = {}
-    for key, text in _keyed(dumped).items():
+    for key, text in dumped.keyed().items():
         value = parse_int(text)
         if value is not None and value >= 0:
             values[key] = value
@@ -756,21 +751,14 @@ def _counter(
     value = parse_int(keyed.get(key))
     if value is None:
         return None, None
-    index = _key_index(dumped, key)
+    index = dumped.key_index(key)
     return value, None if index is None else _file_ref(dumped, index)
 
 
 def _cite(counters: CgroupCounters, dumped: DumpedFile, key: str, name: str) -> None:
-    index = _key_index(dumped, key)
+    index = dumped.key_index(key)
     if index is not None:
         counters.evidence[name] = _file_ref(dumped, index)
-
-
-def _key_index(dumped: DumpedFile, key: str) -> int | None:
-    for index, line in enumerate(dumped.content.splitlines()):
-        if line.split(None, 1)[:1] == [key]:
-            return index
-    return None
 
 
 def _single(

@@ -353,7 +353,7 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
         control = files.get(f"{V1_ROOT}{cgroup}/memory.oom_control")
         events = files.get(f"{V2_ROOT}{cgroup}/memory.events")
         if control is not None:
-            keyed = _keyed(control)
+            keyed = control.keyed()
             counters.append(
                 MemcgCounters(
                     cgroup=cgroup,
@@ -367,7 +367,7 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
             )
         if events is not None:
             local = files.get(f"{V2_ROOT}{cgroup}/memory.events.local")
-            keyed = _keyed(events)
+            keyed = events.keyed()
             counters.append(
                 MemcgCounters(
                     cgroup=cgroup,
@@ -375,7 +375,7 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
                     version=2,
                     oom_kill=parse_int(keyed.get("oom_kill", "")),
                     oom=parse_int(keyed.get("oom", "")),
-                    oom_kill_local=parse_int(_keyed(local).get("oom_kill", "")) if local else None,
+                    oom_kill_local=parse_int(local.keyed().get("oom_kill", "")) if local else None,
                     evidence=_line_of(events, "oom_kill"),
                 )
             )
@@ -439,17 +439,11 @@ def _utc_offset(text: str | None) -> timedelta | None:
     return timedelta(minutes=minutes if text[0] == "+" else -minutes)
 
 
-def _keyed(dumped: DumpedFile) -> dict[str, str]:
-    pairs = (line.split(None, 1) for line in dumped.content.splitlines())
-    return {pair[0]: pair[1].strip() for pair in pairs if len(pair) == 2}
-
-
 def _line_of(dumped: DumpedFile, key: str) -> EvidenceRef | None:
-    for index, line in enumerate(dumped.content.splitlines()):
-        if line.split(None, 1)[:1] == [key]:
-            number = dumped.line_of(index)
-            return cite(SECTION, number, line)
-    return None
+    index = dumped.key_index(key)
+    if index is None:
+        return None
+    return cite(SECTION, dumped.line_of(index), dumped.content.splitlines()[index])
 
 
 def _content(dumped: DumpedFile | None) -> str:
