@@ -808,5 +808,5 @@ PROBE = Probe(
     sections=sections,
     facts_model=ProcessesFacts,
     parse=parse,
-    rules_module="forensics.probes.process_rules",
+    rules_module="forensics.probes.processes_rules",
 )
