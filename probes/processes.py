@@ -285,7 +285,6 @@ def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
     """Read the ``processes`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> sep = "==> .s <==\\nN1\\n"
     >>> text = (
     ...     "nonce N1\\nclock_ticks 100\\npage_size 4096\\nbtime 1764441600\\nself 77\\n"
@@ -299,9 +298,7 @@ def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
     ...     "==> /proc/900/stat <==\\n900 (cu) zk) Z 1 900 1 0 -1 4227084 0 0 0 0 0 0 0 0 20"
     ...     " 0 1 0 840000 0 0 0\\n\\n" + sep + "end\\n"
     ... )
-    >>> result = SectionResult(name="processes", command="", exit_status=0, duration_s=2.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"processes": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"processes": Captured.complete("processes", text)}, CollectOptions())
     >>> [(p.pid, p.name, p.state, p.ppid, p.second_state) for p in facts.processes]
     [(1, 'tini', 'S', 0, None), (900, 'cu) zk', 'Z', 1, 'Z')]
     >>> facts.processes[0].argv, facts.pid1_is_known_init, facts.gap_s
@@ -767,5 +764,5 @@ PROBE = Probe(
     sections=sections,
     facts_model=ProcessesFacts,
     parse=parse,
-    rules_module="forensics.probes.process_rules",
+    rules_module="forensics.probes.processes_rules",
 )
