@@ -116,14 +116,15 @@ class KnownHosts:
 
 
 def host_names(hostname: str, port: int, alias: str | None = None) -> list[str]:
-    """The names a host's key is filed under: ``HostKeyAlias`` when set, else the host,
-    as ``[host]:port`` when the port is not 22.
+    """The name a host's key is filed under: ``HostKeyAlias`` as written when set (ssh
+    adds no port to an alias), else the host, as ``[host]:port`` when the port is not 22.
 
-    >>> host_names("gpu-a", 2222), host_names("gpu-a", 22, alias="prover-a")
+    >>> host_names("gpu-a", 2222), host_names("gpu-a", 2222, alias="prover-a")
     (['[gpu-a]:2222'], ['prover-a'])
     """
-    name = alias or hostname
-    return [name if port == 22 else f"[{name}]:{port}"]
+    if alias:
+        return [alias]
+    return [hostname if port == 22 else f"[{hostname}]:{port}"]
 
 
 def _lines(text: str, path: str) -> list[KnownHostLine]:
