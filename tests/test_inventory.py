@@ -198,7 +198,7 @@ def test_sweep_refuses_a_bad_inventory_before_touching_any_host(tmp_path: Path) 
 
 
 def test_a_missing_inventory_says_how_to_pass_one(tmp_path: Path) -> None:
-    with pytest.raises(InventoryError, match="no such inventory file .*sweep --inventory FILE"):
+    with pytest.raises(InventoryError, match=r"no such inventory file .*sweep --inventory FILE"):
         load_inventory(tmp_path / "inventory.yaml")
 
 
