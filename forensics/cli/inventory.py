@@ -71,7 +71,6 @@ def check_command(
                 say(f"warning: {name}: {problem}")
 
 
-
 def render_inventory(inventory: Inventory, width: int | None = None) -> str:
     buffer = io.StringIO()
     console = plain_console(buffer, width)
