@@ -7,36 +7,21 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.messages import say, warn
-from forensics.collect import room_needed
 from forensics.core.duration_input import parse_duration
 from forensics.core.errors import UsageError
-from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
-from forensics.core.models import Severity
-from forensics.fleet.inventory import load_inventory
-from forensics.fleet.lock import SweepLock
-from forensics.fleet.progress import SweepProgress
-from forensics.fleet.report import FleetReport
-from forensics.fleet.schedule import run_every
-from forensics.fleet.store import History
-from forensics.fleet.sweep import (
-    FLEET_REPORT,
-    QuietObserver,
-    StopRequest,
-    Sweep,
-    abandoned_threads,
-    signal_handlers,
-)
-from forensics.remote import bundle
-from forensics.reports import Format, render_fleet
-from forensics.reports.fleet import fleet_summary
+from forensics.core.levels import Severity
+from forensics.core.report_format import Format
+
+if TYPE_CHECKING:
+    from forensics.fleet.report import FleetReport
+    from forensics.fleet.sweep import StopRequest, Sweep
 
 
 def _duration(option: str, value: str, positive: bool = True) -> float:
@@ -133,6 +118,16 @@ def sweep_command(
 
       forensics sweep --every 15m --jitter 30s   # until SIGTERM
     """
+    # The sweep's machinery (SSH, probes, reports) loads only when a sweep runs: --help stays
+    # instant (docs/ARCHITECTURE.md, "Start-up").
+    from forensics.collect import room_needed
+    from forensics.fleet.inventory import load_inventory
+    from forensics.fleet.lock import SweepLock
+    from forensics.fleet.schedule import run_every
+    from forensics.fleet.store import History
+    from forensics.fleet.sweep import StopRequest, Sweep, abandoned_threads
+    from forensics.remote import bundle
+
     threshold = parse_fail_on(fail_on)
     if concurrency < 1:
         raise UsageError(f"--concurrency: must be at least 1, got {concurrency}")
@@ -188,6 +183,11 @@ def sweep_command(
 def _sweep_once(
     sweep: Sweep, stop: StopRequest, format: Format, interruptible: bool
 ) -> FleetReport:
+    from rich.console import Console
+
+    from forensics.fleet.progress import SweepProgress
+    from forensics.fleet.sweep import QuietObserver, signal_handlers
+
     display = SweepProgress(Console(stderr=True), len(sweep.hosts)) if sys.stderr.isatty() else None
     sweep.observer = display or QuietObserver()
     handlers = {signal.SIGINT: stop.request, signal.SIGTERM: stop.request}
@@ -204,6 +204,11 @@ def _sweep_once(
 
 
 def _emit(report: FleetReport, format: Format, compact: bool) -> None:
+    from forensics.core.escaping import inert_json
+    from forensics.fleet.sweep import FLEET_REPORT
+    from forensics.reports import render_fleet
+    from forensics.reports.fleet import fleet_summary
+
     if format is Format.json and compact:
         text = inert_json(report.model_dump_json())
     else:
