@@ -31,6 +31,18 @@ def _duration(option: str, value: str, positive: bool = True) -> float:
     return seconds
 
 
+def _fitting(requested: int) -> int:
+    from forensics.fleet.concurrency import fitting
+
+    allowed = fitting(requested)
+    if allowed < requested:
+        warn(
+            f"--concurrency {requested}: the open-file limit (ulimit -n) holds {allowed} hosts "
+            "at once; collecting that many"
+        )
+    return allowed
+
+
 def exit_status(
     report: FleetReport, fail_on: Severity | None, allow_unreachable: int
 ) -> ExitStatus:
@@ -58,7 +70,14 @@ def sweep_command(
         list[str] | None,
         typer.Option("--limit", "-l", help="Only hosts whose name or a tag matches this glob."),
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="Hosts collected at once.")] = 16,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            help="Hosts collected at once. The default, 64, is where a 64-host sweep stopped "
+            "getting faster on a 2-core client (16: twice as slow); fewer are run when the "
+            "open-file limit cannot hold that many (8 descriptors a host)."
+        ),
+    ] = 64,
     timeout: Annotated[
         str | None, typer.Option(help="Deadline per host (e.g. 90s, 2m); default: inventory's.")
     ] = None,
@@ -152,7 +171,7 @@ def sweep_command(
                 inventory=str(inventory),
                 out=out,
                 history=store,
-                concurrency=concurrency,
+                concurrency=_fitting(concurrency),
                 grace_s=grace_s,
             )
             if every_s is None:
