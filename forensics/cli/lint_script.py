@@ -59,8 +59,8 @@ def lint_script_command(
     raise typer.Exit(ExitStatus.findings if masked else ExitStatus.ok)
 
 
-def run(arguments: list[str]) -> None:
-    """``forensics lint-script ARGS`` without the rest of the application."""
+def application() -> typer.Typer:
+    """``forensics lint-script`` as an app of its own, started without the rest of the CLI."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     app.command()(lint_script_command)
-    app(args=arguments, prog_name="forensics lint-script")
+    return app
