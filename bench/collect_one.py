@@ -43,6 +43,17 @@ def timed(runs: int, action: object) -> list[float]:
     return samples
 
 
+def client_cpu(runs: int, action: object) -> float:
+    """Median CPU seconds (user+sys) this process spends per run of ``action``."""
+    samples = []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        action()  # type: ignore[operator]
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        samples.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(samples)
+
+
 def show(label: str, samples: list[float]) -> float:
     median = statistics.median(samples)
     print(f"  {label:<38} median {median * 1000:8.1f} ms   min {min(samples) * 1000:8.1f} ms")
@@ -95,6 +106,8 @@ def main() -> None:
                 cli, capture_output=True, check=True)))  # fmt: skip
             inproc = show("forensics collect (in-process)", timed(runs, lambda: collect(
                 target, options, root / "out", 60)))  # fmt: skip
+            cpu = client_cpu(runs, lambda: collect(target, options, root / "out", 60))
+            print(f"  client CPU per collection (in-process)  median {cpu * 1000:8.1f} ms")
             openssh = show("ssh host sh -s < script (OpenSSH)", timed(runs, lambda: subprocess.run(
                 ssh, input=script.text.encode(), capture_output=True, check=True)))  # fmt: skip
             print(f"  ratio CLI / OpenSSH:        {cli_time / openssh:5.2f}")
