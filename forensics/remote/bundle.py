@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
-import json
 import os
 import re
 import secrets
@@ -214,10 +213,13 @@ def load(path: Path) -> tuple[Manifest, dict[str, Captured]]:
     _refuse_foreign_files(path)
     manifest_bytes = _read_regular(path / MANIFEST, None, MAX_MANIFEST_BYTES, "manifest")
     try:
-        manifest = Manifest.model_validate(json.loads(manifest_bytes))
-    except (ValueError, ValidationError) as error:
-        first = str(error).splitlines()[0]
-        raise BundleError(f"{path / MANIFEST}: unreadable manifest: {first}") from error
+        manifest = Manifest.model_validate_json(manifest_bytes)
+    except ValidationError as error:
+        first = error.errors(include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise BundleError(
+            f"{path / MANIFEST}: unreadable manifest: {where + ': ' if where else ''}{first['msg']}"
+        ) from error
     verified: dict[str, tuple[bytes, bytes]] = {}
     for result in manifest.sections:
         _check_section_name(path, result.name)
