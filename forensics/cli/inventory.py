@@ -12,10 +12,10 @@ import typer
 from rich.text import Text
 
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert
 from forensics.fleet.inventory import Inventory, load_inventory
 from forensics.fleet.located_yaml import read_bounded
 from forensics.fleet.vastai import notes, parse_instances, to_yaml
-from forensics.reports.escaping import inert
 from forensics.reports.terminal import plain_console, plain_table
 
 MAX_IMPORT_BYTES = 64 * 1024 * 1024

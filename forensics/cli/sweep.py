@@ -13,9 +13,11 @@ import typer
 from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
+from forensics.cli.messages import say, warn
 from forensics.collect import room_needed
 from forensics.core.duration_input import parse_duration
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import Severity
 from forensics.fleet.inventory import load_inventory
@@ -35,14 +37,6 @@ from forensics.fleet.sweep import (
 from forensics.remote import bundle
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
-
-
-def warn(message: str) -> None:
-    sys.stderr.write(f"forensics: warning: {message}\n")
-
-
-def _say(message: str) -> None:
-    sys.stderr.write(f"forensics: {message}\n")
 
 
 def _duration(option: str, value: str, positive: bool = True) -> float:
@@ -173,7 +167,7 @@ def sweep_command(
                     lambda stop: _sweep_once(sweep, stop, format, interruptible=False),
                     every_s,
                     jitter_s,
-                    _say,
+                    say,
                 )
                 if last is None or last.interrupted_by is None:
                     raise typer.Exit(ExitStatus.ok)
@@ -202,7 +196,7 @@ def _sweep_once(
     _emit(report, format, compact=not interruptible)
     if report.interrupted_by is not None:
         missing = [host.name for host in report.not_collected]
-        _say(
+        say(
             f"stopped by {report.interrupted_by}: collected {len(report.collected)} of "
             f"{len(report.hosts)} hosts; not collected: {', '.join(missing) or 'none'}"
         )
@@ -211,7 +205,7 @@ def _sweep_once(
 
 def _emit(report: FleetReport, format: Format, compact: bool) -> None:
     if format is Format.json and compact:
-        text = report.model_dump_json()
+        text = inert_json(report.model_dump_json())
     else:
         text = render_fleet(fleet_summary(report), format)
     sys.stdout.write(text.rstrip("\n") + "\n")

@@ -81,6 +81,8 @@ def load_located(text: str) -> LocatedYaml:
         loader = yaml.SafeLoader(text)
     except yaml.reader.ReaderError as error:
         raise _unreadable_character(text, error) from error
+    except yaml.YAMLError as error:
+        raise YamlProblem(1, f"YAML syntax: {str(error).splitlines()[0]}") from error
     try:
         node = loader.get_single_node()
         if node is None:

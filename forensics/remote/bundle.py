@@ -164,20 +164,22 @@ def room_needed(specs: Sequence[SectionSpec], script: Script) -> int:
 
 def check_out(out: Path, room: int) -> None:
     """Refuse, before connecting, an ``--out`` that cannot take a bundle: not a directory,
-    not writable (permissions, a read-only mount) or with less than ``room`` bytes free."""
+    not writable (permissions, a read-only mount) or with less than ``room`` bytes free.
+    A directory that does not exist yet is judged by the nearest one above it that does,
+    and is not created here: a collection that never connects leaves nothing behind."""
+    existing = out
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "" if existing == out else f" ({existing} is a file)"
+        raise UsageError(f"--out {out}: is not a directory{where}")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except FileExistsError as error:
-        raise UsageError(f"--out {out}: is not a directory") from error
-    except OSError as error:
-        raise UsageError(f"--out {out}: cannot create it ({error.strerror})") from error
-    try:
-        descriptor, probe = tempfile.mkstemp(prefix=".forensics-write-test-", dir=out)
+        descriptor, probe = tempfile.mkstemp(prefix=".forensics-write-test-", dir=existing)
     except OSError as error:
         raise UsageError(f"--out {out}: cannot write there ({error.strerror})") from error
     os.close(descriptor)
     os.unlink(probe)
-    space = os.statvfs(out)
+    space = os.statvfs(existing)
     free = space.f_bavail * space.f_frsize
     if free < room:
         raise UsageError(
