@@ -54,6 +54,10 @@ def test_watch_for_ends_on_time_while_the_host_floods_forged_samples(
     assert run.result.stdout.count("\n") > 1
     assert_inert(run.result.stdout)
     assert "\\u202e" in run.result.stdout
+    text = timed_cli("watch", *host.target_args(), "--for", "1s", "--every", "1s", timeout=60)
+    assert text.result.exit_code == 0, text.result.stderr
+    assert_inert(text.result.stdout)
+    assert "/sys/\\x1b]52;" in text.result.stdout
 
 
 def test_endless_output_without_a_newline_ends_watch_with_one_line(
