@@ -21,7 +21,7 @@ from tests.sshd import SshServer
 # so that the crafted stream can forge frames the reader would take as real.
 _NONCE = (
     'n=$(printf %s "$SSH_ORIGINAL_COMMAND" | sed "s/^echo \\([^|]*\\)|.*/\\1/" | base64 -d '
-    '| sed -n "s/^_fx_n=//p")\n'
+    '| sed -n "s/^_fx_n=//p" | tr -d "\'")\n'
 )
 # What a terminal would obey: ESC, C1 controls (raw or UTF-8 encoded), bidi controls.
 RAW_CONTROL = re.compile(
