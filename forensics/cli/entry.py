@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
+from forensics.cli.messages import say
 from forensics.core.exit_status import ExitStatus
 
 
@@ -33,5 +34,5 @@ def main() -> None:
 
 
 def _fail(message: str, status: ExitStatus) -> None:
-    sys.stderr.write(f"forensics: {message}\n")
+    say(message)
     sys.exit(status)
