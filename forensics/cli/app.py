@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -20,6 +20,7 @@ from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
+from forensics.cli.invoke import invoke
 from forensics.cli.messages import say
 from forensics.cli.sweep import sweep_command
 from forensics.collect import collect
@@ -279,15 +280,7 @@ def main() -> None:
     # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        status = app(standalone_mode=False)
-    except _CLICK_USAGE_ERROR as error:  # click's own text would echo the bad value raw
-        context = getattr(error, "ctx", None)
-        command = context.command_path if context is not None else "forensics"
-        _fail(f"{error.format_message()} (see {command} --help)", ExitStatus.usage)
-    except _CLICK_EXCEPTION as error:
-        _fail(error.format_message(), error.exit_code)
-    except typer.Abort:
-        _fail("aborted", ExitStatus.usage)
+        status = invoke(app)
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
     except KeyboardInterrupt:
@@ -300,16 +293,7 @@ def main() -> None:
             "traceback, and report it)",
             ExitStatus.internal_error,
         )
-    sys.exit(status if isinstance(status, int) else ExitStatus.ok)
-
-
-def _click_class(name: str) -> Any:
-    """click's exception classes, from typer's own click or the click package alike."""
-    return next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == name)
-
-
-_CLICK_USAGE_ERROR = _click_class("UsageError")
-_CLICK_EXCEPTION = _click_class("ClickException")
+    sys.exit(status)
 
 
 def _interrupt(number: int, frame: FrameType | None) -> None:

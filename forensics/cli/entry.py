@@ -33,6 +33,6 @@ def main() -> None:
         )
 
 
-def _fail(message: str, status: ExitStatus) -> None:
+def _fail(message: str, status: int) -> None:
     say(message)
     sys.exit(status)

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel, Field
 
+from forensics.cli.invoke import invoke
 from forensics.core.escaping import inert
 from forensics.core.exit_status import ExitStatus
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
@@ -102,7 +103,7 @@ def run(arguments: list[str]) -> None:
     """``forensics lint-script ARGS`` without the rest of the application."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     app.command()(lint_script_command)
-    app(args=arguments, prog_name="forensics lint-script")
+    sys.exit(invoke(app, arguments, "forensics lint-script"))
 
 
 def _beside(directory: Path) -> Callable[[str], str | None]:
