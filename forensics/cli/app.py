@@ -5,26 +5,22 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
 
 from forensics import __version__
-from forensics.cli import explain, lint_script
+from forensics.cli import explain, guard, lint_script
 from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
-from forensics.cli.invoke import invoke
-from forensics.cli.messages import say
 from forensics.cli.sweep import sweep_command
 from forensics.collect import collect
-from forensics.core.errors import ForensicsError, Interrupted, UsageError
+from forensics.core.errors import UsageError
 from forensics.core.exit_status import ExitStatus
 from forensics.core.focus import focus_problem
 from forensics.core.log_options import log_options
@@ -291,29 +287,4 @@ app.add_typer(inventory_app, name="inventory")
 
 def main() -> None:
     """Entry point: run the app, turning every known failure into one line and a status."""
-    # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
-    signal.signal(signal.SIGINT, _interrupt)
-    try:
-        status = invoke(app)
-    except ForensicsError as error:
-        _fail(error.message, error.exit_code)
-    except KeyboardInterrupt:
-        _fail("interrupted (SIGINT)", ExitStatus.interrupted)
-    except Exception as error:
-        if os.environ.get("FORENSICS_DEBUG"):
-            raise
-        _fail(
-            f"internal error: {type(error).__name__}: {error} (set FORENSICS_DEBUG=1 for a "
-            "traceback, and report it)",
-            ExitStatus.internal_error,
-        )
-    sys.exit(status)
-
-
-def _interrupt(number: int, frame: FrameType | None) -> None:
-    raise Interrupted("interrupted (SIGINT) before anything was kept")
-
-
-def _fail(message: str, status: int) -> None:
-    say(message)
-    sys.exit(status)
+    guard.run(app)
