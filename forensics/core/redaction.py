@@ -7,6 +7,7 @@ built from it goes through ``redact`` first.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 REDACTED = "[REDACTED]"
@@ -30,12 +31,31 @@ _FLAG_THEN_VALUE = re.compile(
 )
 # scheme://user:password@host
 _URL_CREDENTIALS = re.compile(
-    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]+):[^/\s@]+@"
+    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)"
+    r"(?P<user>[^/\s:@]+):(?P<password>[^/\s@]+)@"
 )
-# Bearer tokens and well-known key shapes that carry no key name beside them.
-_BARE_TOKENS = re.compile(
-    r"(?i)\b(?:bearer\s+[A-Za-z0-9._~+/=-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|"
-    r"hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[abpr]-[A-Za-z0-9-]{10,})"
+# Well-known key shapes that carry no key name beside them, by kind.
+_BARE_TOKENS = (
+    ("bearer_token", re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")),
+    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
+    ("gitlab_token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    ("slack_token", re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{10,}")),
+    ("aws_access_key_id", re.compile(r"\bAKIA[0-9A-Z]{16}")),
+    ("api_key", re.compile(r"\b(?:hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,})")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}")),
+)
+_PRIVATE_KEY = re.compile(
+    r"(?P<begin>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----)(?P<body>.*?)"
+    r"(?P<end>-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
+    re.DOTALL,
+)
+# "api_key": "VALUE" (JSON) and 'password': 'VALUE' (Python, YAML flow)
+_QUOTED_SECRETS = tuple(
+    re.compile(
+        rf"(?i)(?P<key>{quote}{_SHORT_SECRET_WORD}{quote}\s*:\s*{quote})"
+        rf"(?P<value>(?:[^{quote}\\\n]|\\.)*){quote}"
+    )
+    for quote in ('"', "'")
 )
 
 
@@ -51,10 +71,49 @@ def redact(text: str) -> str:
     >>> redact("curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9'")
     "curl -H 'Authorization: [REDACTED]'"
     """
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
-    text = _BARE_TOKENS.sub(REDACTED, text)
-    text = _ASSIGNMENT.sub(_keep_key, text)
-    return _FLAG_THEN_VALUE.sub(_keep_key, text)
+    return redact_counted(text)[0]
+
+
+def redact_counted(text: str) -> tuple[str, Counter[str]]:
+    """``redact``, also counting what was replaced by kind (never the values). Idempotent:
+    a second pass replaces nothing and counts nothing.
+
+    >>> redacted, counts = redact_counted('{"api_key": "abc"} key=AKIAABCDEFGHIJKLMNOP')
+    >>> redacted, sorted(counts.items())
+    ('{"api_key": "[REDACTED]"} key=[REDACTED]', [('aws_access_key_id', 1), ('quoted_secret', 1)])
+    >>> redact_counted(redacted)[1]
+    Counter()
+    """
+    counts: Counter[str] = Counter()
+
+    def replace(kind: str, match: re.Match[str], keep: str, value: str, after: str = "") -> str:
+        if value == REDACTED or value.startswith(REDACTED):
+            return match.group(0)
+        counts[kind] += 1
+        return f"{keep}{REDACTED}{after}"
+
+    text = _PRIVATE_KEY.sub(
+        lambda m: replace("private_key", m, f"{m['begin']}\n", m["body"].strip(), f"\n{m['end']}"),
+        text,
+    )
+    text = _URL_CREDENTIALS.sub(
+        lambda m: replace("url_password", m, f"{m['scheme']}{m['user']}:", m["password"], "@"),
+        text,
+    )
+    for pattern in _QUOTED_SECRETS:
+        quote = pattern.pattern[-1]
+        text = pattern.sub(
+            lambda m, quote=quote: replace("quoted_secret", m, m["key"], m["value"], quote), text
+        )
+    for kind, pattern in _BARE_TOKENS:
+        text = pattern.sub(lambda m, kind=kind: replace(kind, m, "", m.group(0)), text)
+    text = _ASSIGNMENT.sub(
+        lambda m: replace("secret_assignment", m, f"{m['key']}{m['sep']}", m["value"]), text
+    )
+    text = _FLAG_THEN_VALUE.sub(
+        lambda m: replace("secret_flag", m, f"{m['key']}{m['sep']}", m["value"]), text
+    )
+    return text, counts
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
@@ -78,9 +137,3 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
 def _may_name_next(argument: str) -> bool:
     """Only a flag, a ``key:`` or ``Bearer`` can make the next argument a secret."""
     return argument.startswith("-") or argument.endswith(":") or argument.lower().endswith("bearer")
-
-
-def _keep_key(match: re.Match[str]) -> str:
-    if match["value"] == REDACTED or match["value"].startswith(REDACTED):
-        return match.group(0)
-    return f"{match['key']}{match['sep']}{REDACTED}"
