@@ -6,9 +6,10 @@ built from it goes through ``redact`` first.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 REDACTED = "[REDACTED]"
 
@@ -101,12 +102,11 @@ def redact_counted(text: str) -> tuple[str, Counter[str]]:
         text,
     )
     for pattern in _QUOTED_SECRETS:
-        quote = pattern.pattern[-1]
         text = pattern.sub(
-            lambda m, quote=quote: replace("quoted_secret", m, m["key"], m["value"], quote), text
+            lambda m: replace("quoted_secret", m, m["key"], m["value"], m.group(0)[-1]), text
         )
     for kind, pattern in _BARE_TOKENS:
-        text = pattern.sub(lambda m, kind=kind: replace(kind, m, "", m.group(0)), text)
+        text = pattern.sub(functools.partial(_bare, replace, kind), text)
     text = _ASSIGNMENT.sub(
         lambda m: replace("secret_assignment", m, f"{m['key']}{m['sep']}", m["value"]), text
     )
@@ -114,6 +114,10 @@ def redact_counted(text: str) -> tuple[str, Counter[str]]:
         lambda m: replace("secret_flag", m, f"{m['key']}{m['sep']}", m["value"]), text
     )
     return text, counts
+
+
+def _bare(replace: Callable[..., str], kind: str, match: re.Match[str]) -> str:
+    return replace(kind, match, "", match.group(0))
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
