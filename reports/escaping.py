@@ -81,3 +81,29 @@ def markdown_fence(text: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{shown}\n{fence}"
+
+
+_WIKI_SPECIAL = re.compile(r"([\\*_+\-^~?{}\[\]|!#])")
+
+
+def jira_wiki_inline(text: str) -> str:
+    """Escape text for Jira wiki markup (a paragraph or a table cell): one line, no
+    emphasis, link, macro or cell boundary can start.
+
+    >>> print(jira_wiki_inline("a|b *bold* {code} [x|http://e] -x-"))
+    a\\|b \\*bold\\* \\{code\\} \\[x\\|http://e\\] \\-x\\-
+    """
+    flat = inert(text.replace("\r\n", " ").replace("\n", " "))
+    return _WIKI_SPECIAL.sub(r"\\\1", flat)
+
+
+def jira_wiki_block(text: str) -> str:
+    """A ``{noformat}`` block the text cannot close early.
+
+    >>> print(jira_wiki_block("x {noformat} y"))
+    {noformat}
+    x {noformat\\} y
+    {noformat}
+    """
+    shown = inert(text).replace("{noformat}", "{noformat\\}")
+    return f"{{noformat}}\n{shown}\n{{noformat}}"
