@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from forensics.core.errors import UsageError
 from forensics.tickets.evidence import gather
-from forensics.tickets.settings import TicketSettings, make_tracker
+from forensics.tickets.settings import TicketSettings
+from forensics.tickets.trackers import make_tracker
 
 
 def _say(line: str) -> None:

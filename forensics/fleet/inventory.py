@@ -33,6 +33,7 @@ from forensics.core.models import CollectOptions, MemoryThresholds, Target
 from forensics.core.thresholds import ThresholdProblem, memory_thresholds
 from forensics.fleet.located_yaml import LocatedYaml, YamlProblem, dotted, load_located
 from forensics.probes import PROBES
+from forensics.tickets.settings import TicketSettings
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_TIMEOUT_S = 120.0
@@ -115,6 +116,9 @@ class Settings(_Strict):
         default=None, description="Memory finding thresholds by name, as collect --threshold."
     )
     sudo: bool | None = Field(default=None, description="Run the script through sudo -n.")
+    tickets: TicketSettings | None = Field(
+        default=None, description="Open tickets for this host's findings (docs/TICKETS.md)."
+    )
 
 
 class HostEntry(Settings):
@@ -145,6 +149,7 @@ class ResolvedHost(BaseModel):
     target: Target
     timeout_s: float
     options: CollectOptions
+    tickets: TicketSettings | None = None
 
     @property
     def address(self) -> str:
@@ -261,7 +266,7 @@ def _words(detail: Any) -> str:
 _KNOWN_FIELDS = sorted(
     {
         name
-        for model in (InventoryFile, Group, HostEntry, LogSettings)
+        for model in (InventoryFile, Group, HostEntry, LogSettings, TicketSettings)
         for name in model.model_fields
     }
 )
@@ -390,6 +395,7 @@ class _Resolver:
             target=target,
             timeout_s=merged.get("timeout", DEFAULT_TIMEOUT_S),
             options=options,
+            tickets=merged.get("tickets"),
         )
 
     def _local_path(self, where: tuple[str | int, ...], value: str) -> str:

@@ -55,7 +55,7 @@ class GitHub:
             )
         )
         url = response.json().get("html_url") if response is not None else None
-        return Posted(self.name, f"{self.repo}#{issue}", "commented on", url)
+        return Posted(self.name, f"{self.repo}#{issue}", "commented on", url, issue)
 
     def open(self, message: Message, labels: Sequence[str]) -> Posted:
         document = message.document({})
@@ -75,9 +75,8 @@ class GitHub:
         if response is None:
             return Posted(self.name, f"{self.repo}#(new)", "would open")
         data = response.json()
-        return Posted(
-            self.name, f"{self.repo}#{data.get('number')}", "opened", data.get("html_url")
-        )
+        number = str(data.get("number"))
+        return Posted(self.name, f"{self.repo}#{number}", "opened", data.get("html_url"), number)
 
 
 _HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}

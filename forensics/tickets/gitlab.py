@@ -57,7 +57,7 @@ class GitLab:
             )
         )
         note = f" (note {response.json().get('id')})" if response is not None else ""
-        return Posted(self.name, f"{self.project}#{issue}{note}", "commented on")
+        return Posted(self.name, f"{self.project}#{issue}{note}", "commented on", key=issue)
 
     def open(self, message: Message, labels: Sequence[str]) -> Posted:
         links = self._upload(message)
@@ -77,7 +77,8 @@ class GitLab:
         if response is None:
             return Posted(self.name, f"{self.project}#(new)", "would open")
         data = response.json()
-        return Posted(self.name, f"{self.project}#{data.get('iid')}", "opened", data.get("web_url"))
+        iid = str(data.get("iid"))
+        return Posted(self.name, f"{self.project}#{iid}", "opened", data.get("web_url"), iid)
 
     def _upload(self, message: Message) -> Links:
         links: Links = {}

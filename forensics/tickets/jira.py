@@ -17,17 +17,17 @@ from __future__ import annotations
 import base64
 import sys
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from forensics.core.errors import UsageError
 from forensics.tickets.body import Document, adf, jira_wiki
 from forensics.tickets.http import Auth, HttpClient, Request
+from forensics.tickets.settings import ApiVersion
 from forensics.tickets.tracker import Links, Message, Posted
 
 BODY_LIMIT = 32_767
 SUMMARY_LIMIT = 255
 SCOPES = "Browse projects, Add comments and Create attachments on the project"
-ApiVersion = Literal["2", "3"]
 
 
 def jira_auth(user: str | None, token: str | None, pat: str | None) -> Auth:
@@ -96,7 +96,7 @@ class Jira:
         url = f"{self.url}/browse/{issue}"
         if response is not None and response.json().get("id"):
             url += f"?focusedCommentId={response.json()['id']}"
-        return Posted(self.name, issue, "commented on", url)
+        return Posted(self.name, issue, "commented on", url, issue)
 
     def open(self, message: Message, labels: Sequence[str]) -> Posted:
         if not self.project:
@@ -121,12 +121,9 @@ class Jira:
         )
         key = str(response.json().get("key")) if response is not None else f"{self.project}-(new)"
         self._attach(key, message)
-        return Posted(
-            self.name,
-            key,
-            "opened" if response is not None else "would open",
-            f"{self.url}/browse/{key}",
-        )
+        if response is None:
+            return Posted(self.name, key, "would open")
+        return Posted(self.name, key, "opened", f"{self.url}/browse/{key}", key)
 
     def _attach(self, issue: str, message: Message) -> Links:
         if message.attachments:

@@ -26,12 +26,14 @@ class Message:
 
 @dataclass(frozen=True)
 class Posted:
-    """What was done: ``issue`` as the tracker names it (``owner/repo#12``, ``OPS-7``)."""
+    """What was done: ``issue`` as people name it (``owner/repo#12``, ``OPS-7``), ``key`` as
+    ``comment`` takes it (``12``, ``OPS-7``; None when nothing was sent)."""
 
     tracker: str
     issue: str
     action: str
     url: str | None = None
+    key: str | None = None
 
     def line(self) -> str:
         return f"{self.tracker}: {self.action} {self.issue}" + (f": {self.url}" if self.url else "")
