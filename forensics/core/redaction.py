@@ -50,6 +50,7 @@ _PRIVATE_KEY = re.compile(
     r"(?P<end>-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
     re.DOTALL,
 )
+_LINE_PREFIX = re.compile(r"[^A-Za-z0-9+/=\[]*")
 # "api_key": "VALUE" (JSON) and 'password': 'VALUE' (Python, YAML flow)
 _QUOTED_SECRETS = tuple(
     re.compile(
@@ -93,10 +94,7 @@ def redact_counted(text: str) -> tuple[str, Counter[str]]:
         counts[kind] += 1
         return f"{keep}{REDACTED}{after}"
 
-    text = _PRIVATE_KEY.sub(
-        lambda m: replace("private_key", m, f"{m['begin']}\n", m["body"].strip(), f"\n{m['end']}"),
-        text,
-    )
+    text = _PRIVATE_KEY.sub(lambda m: _private_key(m, counts), text)
     text = _URL_CREDENTIALS.sub(
         lambda m: replace("url_password", m, f"{m['scheme']}{m['user']}:", m["password"], "@"),
         text,
@@ -114,6 +112,23 @@ def redact_counted(text: str) -> tuple[str, Counter[str]]:
         lambda m: replace("secret_flag", m, f"{m['key']}{m['sep']}", m["value"]), text
     )
     return text, counts
+
+
+def _private_key(match: re.Match[str], counts: Counter[str]) -> str:
+    """Each line of the key body becomes ``[REDACTED]`` after whatever prefix the line had
+    (a log's ``|``, a quote's ``> ``): the text keeps its lines, so evidence line numbers
+    and line-based formats still hold."""
+    lines = match["body"].split("\n")
+    kept = []
+    for line in lines:
+        prefix = _LINE_PREFIX.match(line)
+        head = prefix.group(0) if prefix else ""
+        rest = line[len(head) :]
+        kept.append(head + (REDACTED if rest.strip() else rest))
+    body = "\n".join(kept)
+    if body != match["body"]:
+        counts["private_key"] += 1
+    return f"{match['begin']}{body}{match['end']}"
 
 
 def _bare(replace: Callable[..., str], kind: str, match: re.Match[str]) -> str:

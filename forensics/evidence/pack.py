@@ -215,17 +215,52 @@ class _Scrubber:
 
     def json_value(self, value: Any, counts: Counter[str], key: str | None = None) -> Any:
         """Every string redacted; a string under a secret-looking key (``"api_key"``)
-        replaced whole, judged by the same redaction as ``api_key=VALUE``."""
+        replaced whole, judged by the same redaction as ``api_key=VALUE``. The strings of a
+        list (and each string field across a list of objects, such as a log's lines) are
+        redacted together, line after line, so that a secret spread over several (a PEM
+        key) is seen whole."""
         if isinstance(value, dict):
             return {
                 self.text(str(name), counts): self.json_value(item, counts, str(name))
                 for name, item in value.items()
             }
         if isinstance(value, list):
-            return [self.json_value(item, counts, key) for item in value]
+            return self._list(value, counts, key)
         if not isinstance(value, str):
             return value
-        text = self.text(value, counts)
+        return self._by_key(key, self.text(value, counts), counts)
+
+    def _list(self, items: list[Any], counts: Counter[str], key: str | None) -> list[Any]:
+        if items and all(isinstance(item, str) for item in items):
+            return self._column(items, counts, key)
+        if not items or not all(isinstance(item, dict) for item in items):
+            return [self.json_value(item, counts, key) for item in items]
+        shared = set.intersection(
+            *({name for name, v in item.items() if isinstance(v, str)} for item in items)
+        )
+        columns = {
+            name: self._column([item[name] for item in items], counts, name) for name in shared
+        }
+        return [
+            {
+                self.text(str(name), counts): (
+                    columns[name][row] if name in columns else self.json_value(v, counts, name)
+                )
+                for name, v in item.items()
+            }
+            for row, item in enumerate(items)
+        ]
+
+    def _column(self, items: list[str], counts: Counter[str], key: str | None) -> list[str]:
+        found: Counter[str] = Counter()
+        lines = self.text("\n".join(items), found).split("\n")
+        if any("\n" in item for item in items) or len(lines) != len(items):
+            lines = [self.text(item, counts) for item in items]
+        else:
+            counts.update(found)
+        return [self._by_key(key, line, counts) for line in lines]
+
+    def _by_key(self, key: str | None, text: str, counts: Counter[str]) -> str:
         if self.redact and key is not None and text != REDACTED:
             pair, found = redact_counted(f"{key}={text}")
             if pair != f"{key}={text}":
