@@ -46,18 +46,24 @@ _BARE_TOKENS = (
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}")),
 )
 _PRIVATE_KEY = re.compile(
-    r"(?P<begin>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----)(?P<body>.*?)"
-    r"(?P<end>-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
+    r"(?P<begin>-----BEGIN\s(?:[A-Z0-9]+\s)*PRIVATE\sKEY-----)(?P<body>.*?)"
+    r"(?P<end>-----END\s(?:[A-Z0-9]+\s)*PRIVATE\sKEY-----|\Z)",
     re.DOTALL,
 )
 _LINE_PREFIX = re.compile(r"[^A-Za-z0-9+/=\[]*")
 # "api_key": "VALUE" (JSON) and 'password': 'VALUE' (Python, YAML flow)
-_QUOTED_SECRETS = tuple(
+_QUOTED_SECRETS = (
+    *(
+        re.compile(
+            rf"(?i)(?P<key>{quote}{_SHORT_SECRET_WORD}{quote}\s*:\s*{quote})"
+            rf"(?P<value>(?:[^{quote}\\\n]|\\.)*)(?P<close>{quote})"
+        )
+        for quote in ('"', "'")
+    ),
+    # JSON inside a JSON string: {"msg": "{\"api_key\": \"VALUE\"}"}
     re.compile(
-        rf"(?i)(?P<key>{quote}{_SHORT_SECRET_WORD}{quote}\s*:\s*{quote})"
-        rf"(?P<value>(?:[^{quote}\\\n]|\\.)*){quote}"
-    )
-    for quote in ('"', "'")
+        rf'(?i)(?P<key>\\"{_SHORT_SECRET_WORD}\\"\s*:\s*\\")(?P<value>[^"\\\n]*)(?P<close>\\")'
+    ),
 )
 
 
@@ -101,7 +107,8 @@ def redact_counted(text: str) -> tuple[str, Counter[str]]:
     )
     for pattern in _QUOTED_SECRETS:
         text = pattern.sub(
-            lambda m: replace("quoted_secret", m, m["key"], m["value"], m.group(0)[-1]), text
+            lambda m: replace("quoted_secret", m, m["key"], m["value"], m["close"]),
+            text,
         )
     for kind, pattern in _BARE_TOKENS:
         text = pattern.sub(functools.partial(_bare, replace, kind), text)
