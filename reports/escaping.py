@@ -83,18 +83,19 @@ def markdown_fence(text: str) -> str:
     return f"{fence}text\n{shown}\n{fence}"
 
 
-_WIKI_SPECIAL = re.compile(r"([\\*_+\-^~?{}\[\]|!#])")
+_WIKI_SPECIAL = re.compile(r"[\\{}\[\]|!#]|(?<!\w)[-+^~_*?]|[-+^~_*?](?!\w)")
 
 
 def jira_wiki_inline(text: str) -> str:
     """Escape text for Jira wiki markup (a paragraph or a table cell): one line, no
-    emphasis, link, macro or cell boundary can start.
+    emphasis, link, macro or cell boundary can start. Emphasis marks inside a word
+    (``prover-1``) cannot start any and stay as they are.
 
-    >>> print(jira_wiki_inline("a|b *bold* {code} [x|http://e] -x-"))
-    a\\|b \\*bold\\* \\{code\\} \\[x\\|http://e\\] \\-x\\-
+    >>> print(jira_wiki_inline("a|b *bold* {code} [x|http://e] -x- prover-1 2+2"))
+    a\\|b \\*bold\\* \\{code\\} \\[x\\|http://e\\] \\-x\\- prover-1 2+2
     """
     flat = inert(text.replace("\r\n", " ").replace("\n", " "))
-    return _WIKI_SPECIAL.sub(r"\\\1", flat)
+    return _WIKI_SPECIAL.sub(lambda match: "\\" + match.group(0), flat)
 
 
 def jira_wiki_block(text: str) -> str:

@@ -13,6 +13,8 @@ from pathlib import Path
 from tests.conftest import run_cli
 
 MARKER = "ticket-secrets-demo"
+# A focus nothing matches: a certain critical finding (focus.not_running) with next steps.
+ABSENT_FOCUS = "cuzk-daemon-that-never-started"
 ARGV_SECRETS = {
     "api_key": "argvApiKeyQ7x9SecretValue",
     "password": "argvPassw0rdSecretValue",
@@ -79,7 +81,7 @@ def collect_with_secrets(root: Path) -> Path:
         result = run_cli(
             "collect", "local", "--out", str(root / "bundles"), "--fail-on", "never",
             "--probe", "processes", "--probe", "logs", "--probe", "system",
-            "--log", str(log), "--focus", MARKER, "--snapshot-gap", "0", "--format", "json",
+            "--log", str(log), "--focus", ABSENT_FOCUS, "--snapshot-gap", "0", "--format", "json",
         )  # fmt: skip
         assert result.exit_code == 0, result.stderr
     finally:
