@@ -58,6 +58,24 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        sys.stdout.write(f"forensics {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
 def _check_regex(focus: str | None) -> None:
     problem = focus_problem(focus) if focus is not None else None
     if problem is not None:
