@@ -28,10 +28,9 @@ def settings_from_options(**options: object) -> TicketSettings:
     except ValidationError as error:
         first = error.errors(include_input=False)[0]
         where = ".".join(str(part) for part in first["loc"])
+        option = {"on": "ticket-on"}.get(where, where.replace("_", "-"))
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise UsageError(
-            f"{('--' + where.replace('_', '-') + ': ') if where else ''}{message}"
-        ) from error
+        raise UsageError(f"{('--' + option + ': ') if where else ''}{message}") from error
 
 
 def ticket_command(
