@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import shutil
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -330,3 +331,22 @@ def test_a_missing_token_is_a_usage_error_before_anything_is_packed(
     assert not (tmp_path / "evidence.tar.gz").exists()
     both = ticket(server, bundle, tmp_path, "--github", "a/b", "--gitlab", "c", "--issue", "1")
     assert both.exit_code == 2 and "exactly one tracker" in both.stderr
+
+
+def test_a_pack_that_would_carry_the_token_itself_is_not_sent(
+    server: TicketServer, bundle: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    token = server.credentials.jira_token
+    (copy / "raw" / "_run.stderr.txt").write_text(f"note: the jira token is {token}\n")
+    result = run_cli(
+        "ticket", str(copy), "--jira", server.url, "--issue", "OPS-3", "--jira-api", "2",
+        env=tokens_env(server),
+    )  # fmt: skip
+    assert result.exit_code == 4
+    assert "the credential from JIRA_USER and JIRA_TOKEN appears in what would be sent" in (
+        result.stderr
+    )
+    assert token not in result.stderr + result.stdout
+    assert server.requests == []

@@ -27,7 +27,7 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
 def github_auth(token: str) -> Auth:
-    return Auth("Authorization", f"Bearer {token}", source=TOKEN_ENV, scopes=SCOPES)
+    return Auth("Authorization", f"Bearer {token}", (token,), source=TOKEN_ENV, scopes=SCOPES)
 
 
 class GitHub:

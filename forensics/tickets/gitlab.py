@@ -27,7 +27,7 @@ SCOPES = "the api scope and at least the Reporter role on the project"
 
 
 def gitlab_auth(token: str) -> Auth:
-    return Auth("PRIVATE-TOKEN", token, source=TOKEN_ENV, scopes=SCOPES)
+    return Auth("PRIVATE-TOKEN", token, (token,), source=TOKEN_ENV, scopes=SCOPES)
 
 
 class GitLab:

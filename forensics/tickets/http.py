@@ -14,8 +14,9 @@ token is masked before they are shown.
 
 from __future__ import annotations
 
-import base64
+import contextlib
 import email.utils
+import gzip
 import hashlib
 import json
 import re
@@ -70,10 +71,13 @@ class Request:
 
 @dataclass(frozen=True)
 class Auth:
-    """A header that carries a secret, and how to tell the user which one was refused."""
+    """A header that carries a credential; ``secrets`` are every form of it that must never
+    be shown or sent in a body; ``source`` and ``scopes`` tell the user which one was
+    refused and what it needs."""
 
     header: str
     value: str
+    secrets: tuple[str, ...]
     source: str = ""
     scopes: str = ""
 
@@ -96,7 +100,7 @@ class HttpClient:
         self.dry_run = dry_run
         self.out = out or sys.stdout
         self._sleep = sleep
-        self._secrets = [s for s in (auth.value, *_secret_parts(auth.value)) if len(s) >= 4]
+        self._secrets = [secret for secret in auth.secrets if secret]
         self._client = httpx.Client(
             timeout=timeout or httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
             headers={"User-Agent": f"forensics/{__version__}"},
@@ -109,6 +113,7 @@ class HttpClient:
 
     def send(self, request: Request) -> httpx.Response | None:
         """The response of a successful call; None under ``dry_run``."""
+        self._refuse_own_secret(request)
         built = self._build(request)
         if self.dry_run:
             self.out.write(self._describe(request, built))
@@ -150,6 +155,23 @@ class HttpClient:
         for secret in sorted(self._secrets, key=len, reverse=True):
             text = text.replace(secret, MASK)
         return text
+
+    def _refuse_own_secret(self, request: Request) -> None:
+        """The credential must never travel in a body: not in the JSON, not in an attached
+        file (a gzip attachment is searched decompressed)."""
+        payloads = [json.dumps(request.json, ensure_ascii=False).encode()]
+        for _, item in request.files:
+            payloads.append(item.content)
+            if item.content[:2] == b"\x1f\x8b":
+                with contextlib.suppress(OSError, EOFError):
+                    payloads.append(gzip.decompress(item.content))
+        for secret in self._secrets:
+            if any(secret.encode() in payload for payload in payloads):
+                raise TicketError(
+                    f"{self.tracker}: refusing to send {request.method} {request.url}: the "
+                    f"credential from {self.auth.source} appears in what would be sent; "
+                    "rotate it, and pack again"
+                )
 
     def _build(self, request: Request) -> httpx.Request:
         headers = {**request.headers, self.auth.header: self.auth.value}
@@ -301,19 +323,6 @@ def _masked_header(name: str, value: str) -> str:
 
 def _header_case(name: str) -> str:
     return "-".join(part[:1].upper() + part[1:] for part in name.split("-"))
-
-
-def _secret_parts(value: str) -> list[str]:
-    """The token inside ``Bearer TOKEN``, and the user:token inside Basic's base64."""
-    scheme, _, rest = value.partition(" ")
-    parts = [rest] if rest else []
-    if scheme.lower() == "basic" and rest:
-        try:
-            decoded = base64.b64decode(rest).decode()
-        except ValueError:
-            decoded = ""
-        parts.extend([decoded, decoded.partition(":")[2]])
-    return parts
 
 
 def _human_bytes(size: int) -> str:

@@ -32,11 +32,15 @@ SCOPES = "Browse projects, Add comments and Create attachments on the project"
 
 def jira_auth(user: str | None, token: str | None, pat: str | None) -> Auth:
     if pat:
-        return Auth("Authorization", f"Bearer {pat}", source="JIRA_PAT", scopes=SCOPES)
+        return Auth("Authorization", f"Bearer {pat}", (pat,), source="JIRA_PAT", scopes=SCOPES)
     if user and token:
         pair = base64.b64encode(f"{user}:{token}".encode()).decode()
         return Auth(
-            "Authorization", f"Basic {pair}", source="JIRA_USER and JIRA_TOKEN", scopes=SCOPES
+            "Authorization",
+            f"Basic {pair}",
+            (token, pair),
+            source="JIRA_USER and JIRA_TOKEN",
+            scopes=SCOPES,
         )
     raise UsageError(
         "Jira credentials: set JIRA_PAT (personal access token) or JIRA_USER and JIRA_TOKEN "

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from forensics.core.errors import UsageError
 from forensics.tickets import github, gitlab
-from forensics.tickets.http import HttpClient
+from forensics.tickets.http import Auth, HttpClient
 from forensics.tickets.jira import Jira, jira_auth
 from forensics.tickets.settings import TicketSettings
 from forensics.tickets.tracker import Tracker
+
+# A dry run needs no credentials; the header shows this (masked) in their place.
+UNSET = "(not set)"
 
 
 def make_tracker(
@@ -24,11 +28,11 @@ def make_tracker(
 ) -> Tracker:
     env = os.environ if environ is None else environ
     if settings.github:
-        auth = github.github_auth(_token(env, github.TOKEN_ENV, dry_run))
+        auth = _placeholder(github.github_auth, _token(env, github.TOKEN_ENV, dry_run))
         client = HttpClient("github", auth, dry_run=dry_run, out=out)
         return github.GitHub(settings.github, client, settings.api_url or github.API_URL)
     if settings.gitlab:
-        auth = gitlab.gitlab_auth(_token(env, gitlab.TOKEN_ENV, dry_run))
+        auth = _placeholder(gitlab.gitlab_auth, _token(env, gitlab.TOKEN_ENV, dry_run))
         client = HttpClient("gitlab", auth, dry_run=dry_run, out=out)
         return gitlab.GitLab(settings.gitlab, client, settings.api_url or gitlab.API_URL)
     assert settings.jira is not None
@@ -36,8 +40,10 @@ def make_tracker(
         raise UsageError("--jira-project: needed to open Jira issues (a project key such as OPS)")
     pat, user, token = env.get("JIRA_PAT"), env.get("JIRA_USER"), env.get("JIRA_TOKEN")
     if dry_run and not pat and not (user and token):
-        pat = "unset"
-    client = HttpClient("jira", jira_auth(user, token, pat), dry_run=dry_run, out=out)
+        auth = dataclasses.replace(jira_auth(None, None, UNSET), secrets=())
+    else:
+        auth = jira_auth(user, token, pat)
+    client = HttpClient("jira", auth, dry_run=dry_run, out=out)
     return Jira(settings.jira, client, api=settings.jira_api, project=settings.jira_project)
 
 
@@ -46,5 +52,11 @@ def _token(env: Mapping[str, str], name: str, dry_run: bool) -> str:
     if value:
         return value
     if dry_run:
-        return "unset"
+        return UNSET
     raise UsageError(f"{name} is not set: export a token for the tracker (see docs/TICKETS.md)")
+
+
+def _placeholder(make: Callable[[str], Auth], token: str) -> Auth:
+    """The tracker's auth; under a dry run without a token, one that hides nothing."""
+    auth = make(token)
+    return dataclasses.replace(auth, secrets=()) if token == UNSET else auth
