@@ -254,6 +254,9 @@ def _wait_seconds(response: httpx.Response, attempt: int) -> float:
     1.0
     >>> _wait_seconds(httpx.Response(503), 2)
     4.0
+    >>> reset = str(int(time.time()) + 5)  # GitHub: epoch seconds when the quota refills
+    >>> 4.0 < _wait_seconds(httpx.Response(403, headers={"x-ratelimit-reset": reset}), 0) <= 7.0
+    True
     """
     retry_after = response.headers.get("retry-after")
     if retry_after is not None:
