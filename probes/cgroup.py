@@ -44,15 +44,16 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from forensics.core.cgroup_paths import UNLIMITED_AT, V1_ROOT, V2_ROOT
+from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
+from forensics.core.numbers import parse_int
 from forensics.core.pressure import Pressure, parse_pressure
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.remote.file_dump import DumpedFile, dumped_files
 from forensics.remote.host_script import shell_quote
 
 SECTION = "cgroup"
-V1_ROOT = "/sys/fs/cgroup/memory"
-V2_ROOT = "/sys/fs/cgroup"
 UNIFIED_CONTROLLERS = "/sys/fs/cgroup/unified/cgroup.controllers"
 V1_FILES = (
     "memory.oom_control",
@@ -82,7 +83,6 @@ V1_MARKER = "memory.usage_in_bytes"
 V2_MARKER = "cgroup.controllers"
 # v1 "unlimited" is PAGE_COUNTER_MAX pages rounded to the page size (9223372036854771712 with
 # 4 KiB pages); anything this large is no limit at all.
-UNLIMITED_AT = 1 << 62
 FOCUS_PIDS_MAX = 8
 FOCUS_BYTES_PER_FILE = 4096
 ROLES = ("root", "pid1", "self", "focus")
@@ -310,7 +310,7 @@ class CgroupCounters(BaseModel):
         return self.effective_limit_bytes is not None and self.effective_limit_cgroup is None
 
 
-class CgroupFacts(BaseModel):
+class CgroupFacts(ProbeFacts):
     layout: Literal["v1", "v2", "hybrid", "none"] | None = Field(
         default=None,
         description="From the files present: v1 memory files, a v2 root (cgroup.controllers) "
@@ -351,7 +351,6 @@ class CgroupFacts(BaseModel):
         default=None, description="Kernel-wide OOM kills since boot (/proc/vmstat)."
     )
     vmstat_evidence: EvidenceRef | None = None
-    unavailable: str | None = None
 
     def counted_oom_kills(self) -> int | None:
         """OOM kills counted by the cgroups we looked at (their largest counter), or None.
@@ -444,9 +443,8 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     >>> job.oom_kill_evidence.first_line, job.working_set_bytes, job.effective_limit_cgroup
     (20, 1027604480, '/job')
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return CgroupFacts(unavailable=reason, focus_pattern=options.focus)
     facts = CgroupFacts(focus_pattern=options.focus)
     listing = _Listing()
@@ -485,8 +483,8 @@ def _read_line(facts: CgroupFacts, listing: _Listing, number: int, line: str) ->
     key = words[0]
     if len(words) >= 3 and key in ("pid1", "self") and words[1] in ("v1", "v2"):
         setattr(facts, f"{key}_cgroup_{words[1]}", line.split(" ", 2)[2])
-    elif key == "vmstat_oom_kill" and len(words) == 2 and _int(words[1]) is not None:
-        facts.vmstat_oom_kill = _int(words[1])
+    elif key == "vmstat_oom_kill" and len(words) == 2 and parse_int(words[1]) is not None:
+        facts.vmstat_oom_kill = parse_int(words[1])
         facts.vmstat_evidence = _ref(number, line)
     elif key == "want" and len(words) == 4 and words[1] in ("1", "2") and words[2] in ROLES:
         listing.wants.append((_version(words[1]), words[2], words[3]))
@@ -606,14 +604,14 @@ def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
     events = files.get("memory.events")
     if events:
         keyed = _keyed(events)
-        counters.oom = _int(keyed.get("oom"))
-        counters.oom_group_kill = _int(keyed.get("oom_group_kill"))
-        counters.max_events = _int(keyed.get("max"))
-        counters.high_events = _int(keyed.get("high"))
+        counters.oom = parse_int(keyed.get("oom"))
+        counters.oom_group_kill = parse_int(keyed.get("oom_group_kill"))
+        counters.max_events = parse_int(keyed.get("max"))
+        counters.high_events = parse_int(keyed.get("high"))
         counters.oom_kill, counters.oom_kill_evidence = _counter(events, keyed, "oom_kill")
     local = files.get("memory.events.local")
     if local:
-        counters.oom_kill_local = _int(_keyed(local).get("oom_kill"))
+        counters.oom_kill_local = parse_int(_keyed(local).get("oom_kill"))
     counters.usage_bytes = _single(counters, files, "memory.current", "usage")
     counters.peak_bytes = _single(counters, files, "memory.peak", "peak")
     counters.swap_bytes = _number(files.get("memory.swap.current"))
@@ -623,7 +621,7 @@ def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
     if maximum is not None:
         text = maximum.content.strip()
         counters.unlimited = text == "max"
-        counters.limit_bytes = _int(text) if not counters.unlimited else None
+        counters.limit_bytes = parse_int(text) if not counters.unlimited else None
         counters.evidence["limit"] = _single_ref(maximum, f"{counters.path}/memory.max")
     stat = files.get("memory.stat")
     if stat:
@@ -749,7 +747,7 @@ def _keyed(dumped: DumpedFile) -> dict[str, str]:
 def _stat(dumped: DumpedFile) -> dict[str, int]:
     values = {}
     for key, text in _keyed(dumped).items():
-        value = _int(text)
+        value = parse_int(text)
         if value is not None and value >= 0:
             values[key] = value
     return values
@@ -758,7 +756,7 @@ def _stat(dumped: DumpedFile) -> dict[str, int]:
 def _counter(
     dumped: DumpedFile, keyed: dict[str, str], key: str
 ) -> tuple[int | None, EvidenceRef | None]:
-    value = _int(keyed.get(key))
+    value = parse_int(keyed.get(key))
     if value is None:
         return None, None
     index = _key_index(dumped, key)
@@ -792,11 +790,11 @@ def _file_ref(dumped: DumpedFile, index: int, last_index: int | None = None) -> 
     lines = dumped.content.splitlines() or [""]
     last = min(last_index if last_index is not None else index, len(lines) - 1)
     index = min(index, last)
-    return EvidenceRef(
-        section=SECTION,
-        first_line=dumped.line_of(index),
+    return cite(
+        SECTION,
+        dumped.line_of(index),
+        "\n".join(lines[index : last + 1])[:300],
         last_line=dumped.line_of(last),
-        excerpt="\n".join(lines[index : last + 1])[:300],
     )
 
 
@@ -805,34 +803,33 @@ def _single_ref(dumped: DumpedFile, path: str) -> EvidenceRef:
     does not say what it is."""
     header = dumped.first_line - 1
     value = (dumped.content.splitlines() or [""])[0]
-    return EvidenceRef(
-        section=SECTION,
-        first_line=max(header, 1),
+    return cite(
+        SECTION,
+        max(header, 1),
+        f"==> {path} <==\n{value}" if header >= 1 else value,
         last_line=dumped.first_line,
-        excerpt=f"==> {path} <==\n{value}" if header >= 1 else value,
     )
 
 
 def _ref(number: int, line: str) -> EvidenceRef:
-    return EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line)
+    return cite(SECTION, number, line)
 
 
 def _number(dumped: DumpedFile | None) -> int | None:
-    return _int(dumped.content.strip()) if dumped else None
-
-
-def _int(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        return int(text.strip())
-    except ValueError:
-        return None
+    return parse_int(dumped.content.strip()) if dumped else None
 
 
 def _flag(text: str | None) -> bool | None:
-    value = _int(text)
+    value = parse_int(text)
     return None if value is None else value != 0
 
 
-PROBE = Probe(name="cgroup", sections=sections, facts_model=CgroupFacts, parse=parse)
+PROBE = Probe(
+    name="cgroup",
+    run_order=20,
+    report_order=20,
+    sections=sections,
+    facts_model=CgroupFacts,
+    parse=parse,
+    rules_module="forensics.probes.cgroup_rules",
+)

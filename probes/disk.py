@@ -28,8 +28,15 @@ import re
 
 from pydantic import BaseModel, Field
 
-from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.evidence import cite
+from forensics.core.models import CollectOptions, Finding, SectionSpec, Severity
+from forensics.core.probe import (
+    Captures,
+    Probe,
+    ProbeFacts,
+    RuleContext,
+    open_section,
+)
 from forensics.probes.focus_pids import focus_pids_shell
 from forensics.remote.host_script import shell_quote
 
@@ -95,13 +102,12 @@ class WatchedPath(BaseModel):
     raw_line: int
 
 
-class DiskFacts(BaseModel):
+class DiskFacts(ProbeFacts):
     paths: list[WatchedPath] = Field(default_factory=list)
     filesystems: list[Filesystem] = Field(default_factory=list)
     inodes_unavailable: str | None = Field(
         default=None, description="Why inode use is unknown (e.g. busybox df without -i)."
     )
-    unavailable: str | None = None
 
 
 def watched_directories(options: CollectOptions) -> list[tuple[str, str]]:
@@ -148,9 +154,8 @@ def parse(captures: Captures, options: CollectOptions) -> DiskFacts:
     >>> [(p.why, p.path, p.mount_point) for p in facts.paths]
     [('root', '/', '/'), ('tmp', '/tmp', '/')]
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return DiskFacts(unavailable=reason)
     facts = DiskFacts(unavailable=reason)
     by_mount: dict[str, Filesystem] = {}
@@ -244,21 +249,19 @@ def _full(facts: DiskFacts, filesystem: Filesystem, full: list[str]) -> Finding:
     watched = [p for p in facts.paths if p.mount_point == mount]
     holds = ", ".join(f"{p.path} ({p.why})" for p in watched) or mount
     evidence = [
-        EvidenceRef(
-            section=SECTION,
-            first_line=filesystem.blocks_line,
-            last_line=filesystem.blocks_line,
-            excerpt=f"{filesystem.device} {mount}: {filesystem.used_percent}% used, "
+        cite(
+            SECTION,
+            filesystem.blocks_line,
+            f"{filesystem.device} {mount}: {filesystem.used_percent}% used, "
             f"{filesystem.available_kib} KiB available",
         )
     ]
     if filesystem.inodes_line is not None:
         evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=filesystem.inodes_line,
-                last_line=filesystem.inodes_line,
-                excerpt=f"{mount}: {filesystem.inodes_used_percent}% of "
+            cite(
+                SECTION,
+                filesystem.inodes_line,
+                f"{mount}: {filesystem.inodes_used_percent}% of "
                 f"{filesystem.inodes_total} inodes used",
             )
         )
@@ -288,4 +291,12 @@ def _full(facts: DiskFacts, filesystem: Filesystem, full: list[str]) -> Finding:
     )
 
 
-PROBE = Probe(name="disk", sections=sections, facts_model=DiskFacts, parse=parse, rules=rules)
+PROBE = Probe(
+    name="disk",
+    run_order=40,
+    report_order=70,
+    sections=sections,
+    facts_model=DiskFacts,
+    parse=parse,
+    rules=rules,
+)

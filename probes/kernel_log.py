@@ -37,14 +37,16 @@ so (``filtered KEPT CAP``). The counters of the memory cgroups that OOM lines na
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from forensics.core.cgroup_paths import V1_ROOT, V2_ROOT
+from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.numbers import parse_float, parse_int
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.kernel.faults import UserFault, find_faults
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
 from forensics.kernel.lines import Clock, KernelLine, read_lines
@@ -62,8 +64,6 @@ MEMCG_PATHS_READ = 16
 # workload runs in the kernel's first seconds.
 BOOT_SLACK_S = 10.0
 SYSLOG_TAIL_LINES = 200_000
-V1_ROOT = "/sys/fs/cgroup/memory"
-V2_ROOT = "/sys/fs/cgroup"
 INTERESTING = (
     "oom|Out of memory|out of memory|Killed process|Kill process|callbacks suppressed|"
     "memory: usage|Task in |cpuset=|segfault at|general protection|traps: |"
@@ -166,7 +166,7 @@ class MemcgCounters(BaseModel):
     evidence: EvidenceRef | None = Field(default=None, description="The oom_kill line.")
 
 
-class KernelLogFacts(BaseModel):
+class KernelLogFacts(ProbeFacts):
     source: str | None = Field(default=None, description="The source that answered, if any.")
     attempts: list[LogSourceAttempt] = Field(default_factory=list)
     dmesg_restrict: int | None = None
@@ -196,7 +196,6 @@ class KernelLogFacts(BaseModel):
     incomplete: str | None = Field(
         default=None, description="Why what was read may be missing its end."
     )
-    unavailable: str | None = Field(default=None, description="Why no log could be read.")
 
     @property
     def readable(self) -> bool:
@@ -256,9 +255,8 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
     >>> [(c.cgroup, c.oom_kill, c.evidence.first_line) for c in facts.memcg_counters]
     [('/job', 1, 13)]
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return KernelLogFacts(unavailable=reason)
     facts = KernelLogFacts(incomplete=captured.result.problem())
     head, log_text, log_first_line = _split(captured.text)
@@ -302,11 +300,11 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
     for number, line in enumerate(head.split("\n==> ", 1)[0].splitlines(), start=1):
         key, _, value = line.partition(" ")
         if key == "dmesg_restrict":
-            facts.dmesg_restrict = _int(value)
-        elif key == "btime" and _int(value) is not None:
-            facts.boot_time = _epoch(_int(value))
+            facts.dmesg_restrict = parse_int(value)
+        elif key == "btime" and parse_int(value) is not None:
+            facts.boot_time = _epoch(parse_int(value))
         elif key == "uptime":
-            facts.uptime_s = _float(value)
+            facts.uptime_s = parse_float(value, minimum=0)
         elif key == "utc_offset" and value:
             facts.utc_offset = value.strip()
         elif key == "tried":
@@ -314,11 +312,11 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
         elif key == "source" and value and value != "none":
             facts.source = value
         elif key in ("log_bytes", "log_lines"):
-            setattr(facts, key, _int(value))
+            setattr(facts, key, parse_int(value))
         elif key == "filtered":
             kept, _, cap = value.partition(" ")
             facts.filtered = True
-            facts.filtered_bytes, facts.cap_bytes = _int(kept), _int(cap)
+            facts.filtered_bytes, facts.cap_bytes = parse_int(kept), parse_int(cap)
         elif key == "memcg" and value.startswith("/"):
             memcg_paths.append(value)
     return memcg_paths
@@ -329,10 +327,10 @@ def _attempt(value: str, number: int, line: str) -> LogSourceAttempt:
     status, _, said = rest.partition(" ")
     return LogSourceAttempt(
         source=source,
-        exit_status=_int(status),
+        exit_status=parse_int(status),
         answered=said == "ok",
         said=said or "?",
-        evidence=EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line),
+        evidence=cite(SECTION, number, line),
     )
 
 
@@ -364,9 +362,9 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
                     cgroup=cgroup,
                     directory=V1_ROOT + cgroup,
                     version=1,
-                    oom_kill=_int(keyed.get("oom_kill", "")),
+                    oom_kill=parse_int(keyed.get("oom_kill", "")),
                     under_oom=_flag(keyed.get("under_oom")),
-                    failcnt=_int(_content(files.get(f"{V1_ROOT}{cgroup}/memory.failcnt"))),
+                    failcnt=parse_int(_content(files.get(f"{V1_ROOT}{cgroup}/memory.failcnt"))),
                     evidence=_line_of(control, "oom_kill"),
                 )
             )
@@ -378,9 +376,9 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
                     cgroup=cgroup,
                     directory=V2_ROOT + cgroup,
                     version=2,
-                    oom_kill=_int(keyed.get("oom_kill", "")),
-                    oom=_int(keyed.get("oom", "")),
-                    oom_kill_local=_int(_keyed(local).get("oom_kill", "")) if local else None,
+                    oom_kill=parse_int(keyed.get("oom_kill", "")),
+                    oom=parse_int(keyed.get("oom", "")),
+                    oom_kill_local=parse_int(_keyed(local).get("oom_kill", "")) if local else None,
                     evidence=_line_of(events, "oom_kill"),
                 )
             )
@@ -409,12 +407,7 @@ def _read_reach(facts: KernelLogFacts, lines: list[KernelLine]) -> None:
         if lines and lines[0].message.startswith("Linux version "):
             earliest, facts.reaches_boot = lines[0], True
     if earliest is not None:
-        facts.earliest_evidence = EvidenceRef(
-            section=SECTION,
-            first_line=earliest.number,
-            last_line=earliest.number,
-            excerpt=earliest.text[:400],
-        )
+        facts.earliest_evidence = cite(SECTION, earliest.number, earliest.text[:400])
 
 
 def _wall(line: KernelLine) -> datetime:
@@ -458,7 +451,7 @@ def _line_of(dumped: DumpedFile, key: str) -> EvidenceRef | None:
     for index, line in enumerate(dumped.content.splitlines()):
         if line.split(None, 1)[:1] == [key]:
             number = dumped.line_of(index)
-            return EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line)
+            return cite(SECTION, number, line)
     return None
 
 
@@ -475,24 +468,17 @@ def _epoch(seconds: int | None) -> datetime | None:
         return None
 
 
-def _int(text: str) -> int | None:
-    text = text.strip()
-    if text[:1] == "-":
-        return -int(text[1:]) if text[1:].isdecimal() else None
-    return int(text) if text.isdecimal() else None
-
-
-def _float(text: str) -> float | None:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
-
-
 def _flag(text: str | None) -> bool | None:
-    value = _int(text) if text is not None else None
+    value = parse_int(text) if text is not None else None
     return None if value is None else value != 0
 
 
-PROBE = Probe(name="kernel_log", sections=sections, facts_model=KernelLogFacts, parse=parse)
+PROBE = Probe(
+    name="kernel_log",
+    run_order=60,
+    report_order=80,
+    sections=sections,
+    facts_model=KernelLogFacts,
+    parse=parse,
+    rules_module="forensics.probes.kernel_log_rules",
+)

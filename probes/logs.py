@@ -36,8 +36,16 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field
 
 from forensics.core.durations import describe_duration
-from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.evidence import cite
+from forensics.core.models import CollectOptions, Finding, SectionSpec, Severity
+from forensics.core.probe import (
+    Captures,
+    Probe,
+    ProbeFacts,
+    RuleContext,
+    open_section,
+)
+from forensics.core.timeline_event import LOG_LAST_WRITE, TimelineEvent
 from forensics.probes.focus_pids import FocusProcess, focus_pids_shell, parse_focus_line
 from forensics.remote.host_script import shell_quote
 
@@ -162,7 +170,7 @@ class GlobResult(BaseModel):
     raw_line: int
 
 
-class LogsFacts(BaseModel):
+class LogsFacts(ProbeFacts):
     requested: bool = Field(default=False, description="Any --log, --expect-log or --focus.")
     host_clock: datetime | None = None
     boot_time: datetime | None = None
@@ -172,7 +180,6 @@ class LogsFacts(BaseModel):
     focus_processes: list[FocusProcess] = Field(default_factory=list)
     focus_capped: int | None = Field(default=None, description="Matches beyond the cap.")
     focus_error: str | None = Field(default=None, description="grep's complaint about --focus.")
-    unavailable: str | None = None
 
 
 def _requested(options: CollectOptions) -> bool:
@@ -404,9 +411,8 @@ def parse(captures: Captures, options: CollectOptions) -> LogsFacts:
     """
     if not _requested(options) and SECTION not in captures:
         return LogsFacts()
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return LogsFacts(requested=True, unavailable=reason)
     reader = _Reader()
     for number, line in enumerate(captured.text.split("\n"), start=1):
@@ -453,11 +459,10 @@ def _expected_missing(expected: ExpectedLog) -> Finding:
         ],
         subject={"path": expected.path, "directory_present": expected.directory_present},
         evidence=[
-            EvidenceRef(
-                section=SECTION,
-                first_line=expected.raw_line,
-                last_line=expected.raw_line,
-                excerpt=f"{expected.path}: missing"
+            cite(
+                SECTION,
+                expected.raw_line,
+                f"{expected.path}: missing"
                 + ("" if expected.directory_present else " (directory missing too)"),
             )
         ],
@@ -499,18 +504,15 @@ def _stale(facts: LogsFacts) -> list[Finding]:
                 ],
                 subject={"path": log.path, "pid": writer.pid, "silent_s": round(silent_s)},
                 evidence=[
-                    EvidenceRef(
-                        section=SECTION,
-                        first_line=log.stat_line,
-                        last_line=log.stat_line,
-                        excerpt=f"{log.path}: {log.size_bytes} bytes, last write "
-                        f"{_utc(log.modified)}",
+                    cite(
+                        SECTION,
+                        log.stat_line,
+                        f"{log.path}: {log.size_bytes} bytes, last write {_utc(log.modified)}",
                     ),
-                    EvidenceRef(
-                        section=SECTION,
-                        first_line=writer.raw_line,
-                        last_line=writer.raw_line,
-                        excerpt=f"pid {writer.pid} ({writer.name}) state {writer.state}",
+                    cite(
+                        SECTION,
+                        writer.raw_line,
+                        f"pid {writer.pid} ({writer.name}) state {writer.state}",
                     ),
                 ],
             )
@@ -552,23 +554,9 @@ def _glob_of(facts: LogsFacts, log: LogFile) -> str:
 def _errors(log: LogFile) -> Finding:
     first, last = log.errors[0], log.errors[-1]
     count = log.error_count or len(log.errors)
-    evidence = [
-        EvidenceRef(
-            section=SECTION,
-            first_line=first.raw_line,
-            last_line=first.raw_line,
-            excerpt=f"{log.path}:{first.file_line}: {first.text}",
-        )
-    ]
+    evidence = [cite(SECTION, first.raw_line, f"{log.path}:{first.file_line}: {first.text}")]
     if last is not first:
-        evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=last.raw_line,
-                last_line=last.raw_line,
-                excerpt=f"{log.path}:{last.file_line}: {last.text}",
-            )
-        )
+        evidence.append(cite(SECTION, last.raw_line, f"{log.path}:{last.file_line}: {last.text}"))
     return Finding(
         id="log.errors",
         severity=Severity.warning,
@@ -594,4 +582,27 @@ def _utc(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "unknown"
 
 
-PROBE = Probe(name="logs", sections=sections, facts_model=LogsFacts, parse=parse, rules=rules)
+def timeline(facts: LogsFacts) -> list[TimelineEvent]:
+    return [
+        TimelineEvent(
+            time=log.modified,
+            source=SECTION,
+            line=log.stat_line,
+            kind=LOG_LAST_WRITE,
+            text=f"last write to {log.path} ({log.size_bytes} bytes)",
+        )
+        for log in facts.files
+        if log.modified is not None
+    ]
+
+
+PROBE = Probe(
+    name="logs",
+    run_order=50,
+    report_order=50,
+    sections=sections,
+    facts_model=LogsFacts,
+    parse=parse,
+    timeline=timeline,
+    rules=rules,
+)

@@ -51,9 +51,9 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, Field
 
 from forensics.core.models import CollectOptions, SectionSpec
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.numbers import parse_float, parse_int
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact, redact_argv
-from forensics.probes.process_rules import rules
 from forensics.probes.system import KNOWN_INITS
 
 SECTION = "processes"
@@ -243,8 +243,7 @@ class ProcessTree(BaseModel):
     children: list[int]
 
 
-class ProcessesFacts(BaseModel):
-    unavailable: str | None = Field(default=None, description="Why nothing could be read.")
+class ProcessesFacts(ProbeFacts):
     clock_ticks_per_s: int = 100
     page_size: int = 4096
     boot_time: datetime | None = None
@@ -360,9 +359,8 @@ def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
     >>> facts.processes[1].started_at.isoformat(), facts.trees[0].ancestors
     ('2025-11-29T21:00:00+00:00', [1])
     """
-    captured = captures.get(SECTION)
-    reason = unavailable_reason(captures, SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return ProcessesFacts(unavailable=reason)
     reading = _read(captured.text)
     if reading is None:
@@ -433,7 +431,7 @@ def _read_control(
         if key == "snapshot":
             number, _, uptime = rest.partition(" ")
             snapshot = int(number) if number in ("1", "2") else 0
-            value = _float(uptime)
+            value = parse_float(uptime)
             if snapshot and value is not None:
                 reading.uptime[snapshot] = value
                 reading.snapshot_lines[snapshot] = _line_of(here, newlines)
@@ -498,7 +496,7 @@ def parse_stat(text: str) -> _Stat | None:
     fields = text[close + 1 :].split()
     if len(fields) < 20 or fields[0] not in _STATES:
         return None
-    ppid, flags, threads, start = (_int(fields[i]) for i in (1, 6, 17, 19))
+    ppid, flags, threads, start = (parse_int(fields[i]) for i in (1, 6, 17, 19))
     if ppid is None or flags is None or threads is None or start is None:
         return None
     return _Stat(
@@ -509,20 +507,20 @@ def parse_stat(text: str) -> _Stat | None:
         flags=flags,
         threads=threads,
         start_ticks=start,
-        rss_pages=_int(fields[21]) if len(fields) > 21 else None,
-        exit_status=_int(fields[49]) if len(fields) > 49 else None,
+        rss_pages=parse_int(fields[21]) if len(fields) > 21 else None,
+        exit_status=parse_int(fields[49]) if len(fields) > 49 else None,
     )
 
 
 def _facts(reading: _Reading, options: CollectOptions) -> ProcessesFacts:
     ticks = _positive(reading.header.get("clock_ticks"), 100)
     page = _positive(reading.header.get("page_size"), 4096)
-    boot = _boot_time(_int(reading.header.get("btime", "")))
+    boot = _boot_time(parse_int(reading.header.get("btime", "")))
     facts = ProcessesFacts(
         clock_ticks_per_s=ticks,
         page_size=page,
         boot_time=boot,
-        collector_pid=_int(reading.header.get("self", "")),
+        collector_pid=parse_int(reading.header.get("self", "")),
         first_snapshot_uptime_s=reading.uptime.get(1),
         first_snapshot_line=reading.snapshot_lines.get(1),
         first_snapshot_complete=reading.threads_started,
@@ -626,7 +624,7 @@ def _uid(status: str | None) -> int | None:
         key, _, value = line.partition(":")
         if key == "Uid":
             words = value.split()
-            return _int(words[0]) if words else None
+            return parse_int(words[0]) if words else None
     return None
 
 
@@ -801,33 +799,17 @@ def _line_of(offset: int, newlines: list[int]) -> int:
     return bisect.bisect_left(newlines, offset) + 1
 
 
-def _int(text: str) -> int | None:
-    text = text.strip()
-    if not text or len(text) > 20:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
 def _positive(text: str | None, default: int) -> int:
-    value = _int(text or "")
+    value = parse_int(text or "")
     return value if value is not None and 0 < value < 1 << 30 else default
-
-
-def _float(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value == value and abs(value) < 1e12 else None
 
 
 PROBE = Probe(
     name="processes",
+    run_order=70,
+    report_order=10,
     sections=sections,
     facts_model=ProcessesFacts,
     parse=parse,
-    rules=rules,
+    rules_module="forensics.probes.process_rules",
 )

@@ -61,12 +61,20 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, computed_field
 
+from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.probe import (
+    Captures,
+    Probe,
+    ProbeFacts,
+    RuleContext,
+    open_section,
+)
 from forensics.core.redaction import redact
 from forensics.remote.host_script import shell_quote
-from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
+from forensics.shell.lint import ScriptLint, TextShape, describe_text
 from forensics.shell.masking import MaskingAnalysis, find_masking
+from forensics.shell.shellcheck import ShellCheckRun, run_shellcheck
 
 SECTION = "scripts"
 MAX_SCRIPTS = 6
@@ -269,6 +277,9 @@ class ScriptFile(BaseModel):
     )
     shape: TextShape | None = None
     analysis: MaskingAnalysis | None = None
+    shellcheck: ShellCheckRun | None = Field(
+        default=None, description="What ShellCheck said, run on this machine at analysis time."
+    )
     unavailable: str | None = Field(default=None, description="Why it could not be read.")
 
 
@@ -280,7 +291,7 @@ class Zombie(BaseModel):
     record_text: str = ""
 
 
-class ScriptFacts(BaseModel):
+class ScriptFacts(ProbeFacts):
     scripts: list[ScriptFile] = Field(default_factory=list)
     shells_without_script: list[ShellProcess] = Field(default_factory=list)
     zombies: list[Zombie] = Field(default_factory=list)
@@ -290,7 +301,6 @@ class ScriptFacts(BaseModel):
     skipped: list[str] = Field(
         default_factory=list, description="Shell processes left out: more than MAX_SHELLS."
     )
-    unavailable: str | None = None
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
@@ -346,9 +356,8 @@ def parse(captures: Captures, options: CollectOptions) -> ScriptFacts:
     >>> [(issue.line, issue.pattern) for issue in script.analysis.issues]
     [(3, 'negated_status_read')]
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return ScriptFacts(unavailable=reason)
     records = _records(captured.text.split("\n"))
     if not records or records[0].kind != "scripts":
@@ -501,15 +510,24 @@ def _analyse(script: ScriptFile, options: CollectOptions) -> None:
     )
 
 
+def examine(facts: ScriptFacts) -> ScriptFacts:
+    """Run ShellCheck on this machine over every script read (never on the host); what it
+    says becomes the script's ``shellcheck`` fact, for the rules to read."""
+    for script in facts.scripts:
+        if script.content is not None and script.analysis is not None:
+            script.shellcheck = run_shellcheck(script.content, script.analysis.dialect)
+    return facts
+
+
 def rules(facts: ScriptFacts, context: RuleContext) -> list[Finding]:
-    """``script.exit_status_masked`` per script with masking, ``script.lint`` for the rest;
-    ShellCheck runs here (an analysis step, not parsing)."""
+    """``script.exit_status_masked`` per script with masking, ``script.lint`` for the rest."""
     findings: list[Finding] = []
     for script in facts.scripts:
         if script.content is None or script.analysis is None:
             findings.append(_unreadable(script))
             continue
-        checked = lint(script.content, script.analysis)
+        shellcheck = script.shellcheck or ShellCheckRun(problem="ShellCheck was not run")
+        checked = ScriptLint(masking=script.analysis, shellcheck=shellcheck)
         if script.analysis.issues:
             findings.append(_masked(script, checked, facts))
         lint_finding = _lint(script, checked)
@@ -612,24 +630,10 @@ def _evidence(
     """The processes' records, their zombies' lines, then each place in the script."""
     evidence = []
     for process in script.processes:
-        evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=process.record_line,
-                last_line=process.record_line,
-                excerpt=process.record_text,
-            )
-        )
+        evidence.append(cite(SECTION, process.record_line, process.record_text))
         for zombie in zombies:
             if zombie.ppid == process.pid:
-                evidence.append(
-                    EvidenceRef(
-                        section=SECTION,
-                        first_line=zombie.record_line,
-                        last_line=zombie.record_line,
-                        excerpt=zombie.record_text,
-                    )
-                )
+                evidence.append(cite(SECTION, zombie.record_line, zombie.record_text))
     base = script.content_first_line
     if base is None:
         return evidence
@@ -637,11 +641,11 @@ def _evidence(
         near = [r for r in related if abs(r - line) <= 10]
         first, last = min([line, *near]), max([line, *near])
         evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=base + first - 1,
+            cite(
+                SECTION,
+                base + first - 1,
+                f"{script.path}:{line}: {excerpt}",
                 last_line=base + last - 1,
-                excerpt=f"{script.path}:{line}: {excerpt}",
             )
         )
     return evidence
@@ -702,4 +706,13 @@ def _unreadable(script: ScriptFile) -> Finding:
     )
 
 
-PROBE = Probe(name="scripts", sections=sections, facts_model=ScriptFacts, parse=parse, rules=rules)
+PROBE = Probe(
+    name="scripts",
+    run_order=80,
+    report_order=60,
+    sections=sections,
+    facts_model=ScriptFacts,
+    parse=parse,
+    rules=rules,
+    examine=examine,
+)

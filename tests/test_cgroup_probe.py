@@ -14,11 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.core.facts import Facts
 from forensics.core.models import CollectOptions, SectionResult
 from forensics.core.probe import Captured, RuleContext
-from forensics.judge.rules.headroom import memory_headroom
-from forensics.probes import cgroup
+from forensics.probes import cgroup, cgroup_rules
 from tests.cgroup_scenario import Holder, memory_cgroup, scenario_command, v1_memory_writable
 from tests.cgroup_scenario import write_tree as write_files
 from tests.conftest import run_cli
@@ -377,5 +375,5 @@ def test_parser_and_rules_never_raise_on_any_section(lines: list[str]) -> None:
     facts = cgroup.parse({"cgroup": _captured("\n".join(lines))}, options)
     facts.counted_oom_kills()
     context = RuleContext(options=options, sections={}, collected_at=datetime.now(UTC))
-    for finding in memory_headroom(Facts(cgroup=facts), context):
+    for finding in cgroup_rules.rules(facts, context):
         assert finding.evidence, finding.id

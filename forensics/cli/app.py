@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from forensics import __version__
-from forensics.cli import lint_script
+from forensics.cli import explain, lint_script
 from forensics.cli import pack as pack_command
 from forensics.cli import report as report_command
 from forensics.cli import ticket as ticket_command
@@ -23,12 +23,8 @@ from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
 from forensics.cli.sweep import sweep_command
 from forensics.collect import collect
-from forensics.core.errors import (
-    EXIT_FINDINGS,
-    EXIT_OK,
-    ForensicsError,
-    UsageError,
-)
+from forensics.core.errors import ForensicsError, UsageError
+from forensics.core.exit_status import ExitStatus
 from forensics.core.focus import focus_problem
 from forensics.core.log_options import log_options
 from forensics.core.models import CollectOptions, Severity
@@ -82,11 +78,13 @@ def _check_regex(focus: str | None) -> None:
         raise UsageError(f"--focus: {problem}")
 
 
-def _exit_status(report: HostReport, fail_on: Severity | None) -> int:
+def _exit_status(report: HostReport, fail_on: Severity | None) -> ExitStatus:
     if fail_on is None:
-        return EXIT_OK
+        return ExitStatus.ok
     worst = report.worst
-    return EXIT_FINDINGS if worst is not None and worst.rank >= fail_on.rank else EXIT_OK
+    return (
+        ExitStatus.findings if worst is not None and worst.rank >= fail_on.rank else ExitStatus.ok
+    )
 
 
 def _emit(report: HostReport, format: Format) -> None:
@@ -255,6 +253,7 @@ app.command("report")(report_command.report_command)
 app.command("watch")(memory_watch.watch_command)
 app.command("wait")(memory_watch.wait_command)
 app.command("lint-script")(lint_script.lint_script_command)
+app.command("explain")(explain.explain_command)
 app.command("pack")(pack_command.pack_command)
 app.command("verify")(verify_command.verify_command)
 app.command("ticket")(ticket_command.ticket_command)
@@ -285,17 +284,17 @@ def main() -> None:
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        _fail("interrupted", ExitStatus.interrupted)
     except Exception as error:
         if os.environ.get("FORENSICS_DEBUG"):
             raise
         _fail(
             f"internal error: {type(error).__name__}: {error} (set FORENSICS_DEBUG=1 for a "
             "traceback, and report it)",
-            70,
+            ExitStatus.internal_error,
         )
 
 
-def _fail(message: str, status: int) -> None:
+def _fail(message: str, status: ExitStatus) -> None:
     sys.stderr.write(f"forensics: {message}\n")
     sys.exit(status)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from forensics.core.errors import EXIT_FINDINGS, EXIT_OK
+from forensics.core.exit_status import ExitStatus
 from forensics.evidence.verify import verify
 
 
@@ -30,11 +30,11 @@ def verify_command(
         sys.stderr.write(
             f"forensics: {archive}: {len(result.problems)} problem(s); do not trust this pack\n"
         )
-        raise typer.Exit(EXIT_FINDINGS)
+        raise typer.Exit(ExitStatus.findings)
     manifest = result.manifest
     sys.stdout.write(
         f"ok: {result.checked} files match PACK.json ({manifest.directory}; "
         f"{'redacted' if manifest.redacted else 'NOT redacted'}"
         f"{', hosts obfuscated' if manifest.hosts_obfuscated else ''})\n"
     )
-    raise typer.Exit(EXIT_OK)
+    raise typer.Exit(ExitStatus.ok)

@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 
 from forensics.core.errors import CollectionError, UsageError
+from forensics.core.exit_status import ExitStatus
 from forensics.core.models import Target
 from forensics.core.quantities import gib, parse_duration, seconds_text
 from forensics.core.targets import parse_target
@@ -30,8 +31,6 @@ from forensics.watch.condition import Condition, parse_condition
 from forensics.watch.sampler import MemorySample, SampledCgroup, read_line, sampler_script
 from forensics.watch.trend import seconds_until, slope
 
-EXIT_MET = 0
-EXIT_TIMED_OUT = 1
 MIN_EVERY_S = 0.1
 # Rates in `watch` follow the last few samples; `wait` fits over more, for a steadier ETA.
 RATE_SAMPLES = 5
@@ -113,7 +112,7 @@ def watch_command(
             _watch(stream, nonce, every_s, count, format, parsed)
     except KeyboardInterrupt:
         pass
-    raise typer.Exit(0)
+    raise typer.Exit(ExitStatus.ok)
 
 
 def _watch(
@@ -256,12 +255,12 @@ def _wait(
         elapsed = item.host_uptime_s - first.host_uptime_s
         if all(c.holds(_value(c, item)) for c in conditions):
             _out(f"met after {seconds_text(elapsed)}: {_state(conditions, history)}")
-            return EXIT_MET
+            return ExitStatus.ok
         eta = _eta(conditions, history, remaining)
         _out(f"+{elapsed:6.1f}s  {_state(conditions, history)}  {eta}")
     last = f": {_state(conditions, history)}" if history else ""
     _out(f"timed out after {seconds_text(timeout_s)}{last}")
-    return EXIT_TIMED_OUT
+    return ExitStatus.findings
 
 
 def _check_cgroup(sampled: SampledCgroup, conditions: Sequence[Condition], target: Target) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import ValidationError
 
 from forensics.core.errors import UsageError
-from forensics.core.models import MemoryThresholds
+from forensics.core.models import MemoryThresholds, Severity
 
 
 class ThresholdProblem(ValueError):
@@ -67,3 +67,16 @@ def parse_thresholds(pairs: Sequence[str]) -> MemoryThresholds:
         return memory_thresholds(values)
     except ThresholdProblem as problem:
         raise UsageError(f"--threshold {problem}") from problem
+
+
+def severity_above(value: float, warning: float, critical: float) -> Severity | None:
+    """Critical at or above ``critical``, warning at or above ``warning``, else None.
+
+    >>> severity_above(92.0, 90, 97), severity_above(50.0, 90, 97)
+    (<Severity.warning: 'warning'>, None)
+    """
+    if value >= critical:
+        return Severity.critical
+    if value >= warning:
+        return Severity.warning
+    return None

@@ -38,6 +38,7 @@ from forensics.core.redaction import REDACTED, redact_counted
 from forensics.evidence.pseudonyms import HostPseudonyms
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
+from forensics.probes.system import SystemFacts
 from forensics.remote import bundle
 from forensics.reports import Format, render_host
 
@@ -303,7 +304,7 @@ def _host_names(manifest: Manifest, report: HostReport) -> Iterable[str]:
         yield target.host
     for hop in (target.proxy_jump or "").split(","):
         yield hop.strip().rpartition("@")[2].split(":")[0]
-    system = report.facts.system
+    system = report.facts.of(SystemFacts)
     if system is not None and system.hostname:
         yield system.hostname
 

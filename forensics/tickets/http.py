@@ -31,9 +31,9 @@ import httpx
 
 from forensics import __version__
 from forensics.core.errors import ForensicsError
+from forensics.core.exit_status import ExitStatus
 from forensics.core.redaction import redact
 
-EXIT_TICKET = 4
 MAX_RETRIES = 3
 MAX_WAIT_S = 120.0
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -47,7 +47,7 @@ _SIZE = re.compile(r"\d+(?:[.,]\d+)?\s*(?:[KMGT]i?B|[KMGT]B|bytes?|[KMG]\b)", re
 class TicketError(ForensicsError):
     """The tracker refused or could not be reached; nothing more was sent."""
 
-    exit_code = EXIT_TICKET
+    exit_code = ExitStatus.tracker_refused
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from forensics.core.facts import Facts
+from forensics.core.facts import CrossRule, Facts
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.oom_report import OomKill
 from forensics.probes.cgroup import CgroupFacts
 from forensics.probes.kernel_log import KernelLogFacts
-from forensics.probes.processes import ProcessEntry
+from forensics.probes.processes import ProcessEntry, ProcessesFacts
+from forensics.probes.system import SystemFacts
 
 VICTIM_FINDINGS_MAX = 20
 # Kill and start times are both boot time plus a kernel clock; a syslog stamp has whole
@@ -117,7 +118,7 @@ class _Focus:
 
 
 def oom_verdict(facts: Facts, context: RuleContext) -> list[Finding]:
-    log = facts.kernel_log
+    log = facts.of(KernelLogFacts)
     if log is None:
         return []
     focus = _focus(facts, context.options.focus)
@@ -126,7 +127,7 @@ def oom_verdict(facts: Facts, context: RuleContext) -> list[Finding]:
     findings = _victims(log, facts, focus, in_question, others)
     if any(not kill.previous_boot for kill in in_question):
         return findings
-    counters = _counters(facts.cgroup, log)
+    counters = _counters(facts.of(CgroupFacts), log)
     since = _reach_to_start(log, focus)
     reasons = _reasons(facts, log, counters, since)
     if reasons:
@@ -138,14 +139,14 @@ def oom_verdict(facts: Facts, context: RuleContext) -> list[Finding]:
 
 def _focus(facts: Facts, focus: str | None) -> _Focus:
     pattern = _focus_pattern(focus)
-    table = facts.processes
+    table = facts.of(ProcessesFacts)
     if pattern is None or table is None or table.focus is None or table.focus.error:
         return _Focus(pattern)
     ended = table.focus.zombies + table.focus.exited
     matched = sorted(table.focus.live + ended)
     processes = tuple(p for pid in matched if (p := table.by_pid(pid)) is not None)
     # Inside a container the table's PIDs are its namespace's; the kernel logs host PIDs.
-    container = facts.system.container if facts.system is not None else None
+    container = _container(facts)
     return _Focus(pattern, processes, frozenset(ended), pids_comparable=container is None)
 
 
@@ -211,7 +212,7 @@ def _killed(
     sentences += [
         f"The cgroup's own counter agrees: {c.directory} oom_kill = {c.oom_kill}." for c in counters
     ]
-    if facts.system is not None and facts.system.container:
+    if _container(facts):
         sentences.append(
             "PIDs in the kernel log are host PIDs: inside this container the same process "
             "may have had another PID."
@@ -396,7 +397,7 @@ def _reasons(
     facts: Facts, log: KernelLogFacts, counters: list[_Counter], since: ProcessEntry | None
 ) -> list[_Reason]:
     reasons = []
-    container = facts.system.container if facts.system is not None else None
+    container = _container(facts)
     if not log.readable:
         reasons.append(_unreadable(log, container))
     else:
@@ -409,7 +410,7 @@ def _reasons(
                 ("Re-run with a longer --timeout.",),
             )
         )
-    counted = _counter_reasons(facts.cgroup, log, counters)
+    counted = _counter_reasons(facts.of(CgroupFacts), log, counters)
     # Kills missing from a log that is whole from its first line on are older than that
     # line, so older than the focus process it reaches back to: not its death.
     reasons += [r for r in counted if not (since and r.code == "kills_unexplained")]
@@ -680,3 +681,11 @@ def _mib(kb: int | None) -> str:
     if kb >= 10 * 1024 * 1024:
         return f"{kb / 1024 / 1024:.1f} GiB"
     return f"{kb / 1024:.0f} MiB"
+
+
+def _container(facts: Facts) -> str | None:
+    system = facts.of(SystemFacts)
+    return system.container if system is not None else None
+
+
+RULES: tuple[CrossRule, ...] = (oom_verdict,)
