@@ -10,8 +10,8 @@ import typer
 from pydantic import ValidationError
 
 from forensics.core.errors import UsageError
+from forensics.core.ticket_settings import TicketSettings
 from forensics.tickets.evidence import gather
-from forensics.tickets.settings import TicketSettings
 from forensics.tickets.trackers import make_tracker
 
 

@@ -31,9 +31,9 @@ from forensics.core.focus import focus_problem
 from forensics.core.log_options import log_path_problem
 from forensics.core.models import CollectOptions, MemoryThresholds, Target
 from forensics.core.thresholds import ThresholdProblem, memory_thresholds
+from forensics.core.ticket_settings import TicketSettings
 from forensics.fleet.located_yaml import LocatedYaml, YamlProblem, dotted, load_located
 from forensics.probes import PROBES
-from forensics.tickets.settings import TicketSettings
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_TIMEOUT_S = 120.0

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from forensics.core.errors import UsageError
+from forensics.core.ticket_settings import ApiVersion
 from forensics.tickets.body import Document, adf, jira_wiki
 from forensics.tickets.http import Auth, HttpClient, Request
-from forensics.tickets.settings import ApiVersion
 from forensics.tickets.tracker import Links, Message, Posted
 
 BODY_LIMIT = 32_767

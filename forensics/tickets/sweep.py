@@ -20,6 +20,7 @@ from typing import TextIO
 
 from forensics.core.errors import ForensicsError
 from forensics.core.models import Finding
+from forensics.core.ticket_settings import TicketSettings
 from forensics.fleet.fingerprint import TrackedFinding, fingerprint
 from forensics.fleet.inventory import ResolvedHost
 from forensics.fleet.report import FleetReport, HostRun
@@ -31,7 +32,6 @@ from forensics.tickets.body import (
     resolved_document,
 )
 from forensics.tickets.evidence import Evidence, gather
-from forensics.tickets.settings import TicketSettings
 from forensics.tickets.tracker import Links, Message, Posted, Tracker
 from forensics.tickets.trackers import make_tracker
 

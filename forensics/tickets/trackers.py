@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from forensics.core.errors import UsageError
+from forensics.core.ticket_settings import TicketSettings
 from forensics.tickets import github, gitlab
 from forensics.tickets.http import Auth, HttpClient
 from forensics.tickets.jira import Jira, jira_auth
-from forensics.tickets.settings import TicketSettings
 from forensics.tickets.tracker import Tracker
 
 # A dry run needs no credentials; the header shows this (masked) in their place.
