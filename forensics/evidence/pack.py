@@ -145,9 +145,7 @@ def pack(
     if not already_packed:
         report = report.model_copy(update={"bundle": directory})
         report_counts: Counter[str] = Counter()
-        packed_report = HostReport.model_validate(
-            scrubber.json_value(report.model_dump(mode="json"), report_counts)
-        )
+        packed_report = _redacted_report(report, scrubber, report_counts)
         add(REPORT_JSON, _report_json(report), _report_json(packed_report), report_counts)
         for name, format in ((REPORT_MD, Format.md), (REPORT_HTML, Format.html)):
             counts = Counter()
@@ -294,6 +292,20 @@ def _packed_report(source: Path, files: dict[str, bytes]) -> HostReport:
         return HostReport.model_validate_json(files[REPORT_JSON])
     except (KeyError, ValidationError) as error:
         raise BundleError(f"{source}: a packed bundle without a readable {REPORT_JSON}") from error
+
+
+def _redacted_report(report: HostReport, scrubber: _Scrubber, counts: Counter[str]) -> HostReport:
+    try:
+        return HostReport.model_validate(
+            scrubber.json_value(report.model_dump(mode="json"), counts)
+        )
+    except ValidationError as error:
+        first = error.errors(include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise BundleError(
+            f"redaction left the report invalid at {where} ({first['msg']}); pack with "
+            "--no-redact only if the pack stays on this machine, and report this"
+        ) from error
 
 
 def _host_names(manifest: Manifest, report: HostReport) -> Iterable[str]:
