@@ -1,8 +1,9 @@
 """cgroup: which memory cgroups this host or container lives in, what they allow and use,
 and what they counted.
 
-Runs on the host (one section; shell builtins find the cgroups and walk their ancestors,
-one ``head`` reads every file; ``--focus`` adds one ``head | tr | grep`` over /proc)::
+Runs on the host ``cgroup.sh`` (one section; shell builtins find the cgroups and walk their
+ancestors, one ``head`` reads every file; ``--focus`` adds the focus processes, found by
+``_fx_focus``)::
 
     mount / /sys/fs/cgroup tmpfs tmpfs rw,mode=755
     mount / /sys/fs/cgroup/memory cgroup cgroup rw,memory
@@ -46,12 +47,13 @@ from pydantic import BaseModel, Field
 
 from forensics.core.cgroup_paths import UNLIMITED_AT, V1_ROOT, V2_ROOT
 from forensics.core.evidence import cite
+from forensics.core.focus import FocusProcess
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
 from forensics.core.numbers import parse_int
 from forensics.core.pressure import Pressure, parse_pressure
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.remote.file_dump import DumpedFile, dumped_files
-from forensics.remote.host_script import shell_quote
+from forensics.remote.host_script import probe_shell
 
 SECTION = "cgroup"
 UNIFIED_CONTROLLERS = "/sys/fs/cgroup/unified/cgroup.controllers"
@@ -84,7 +86,6 @@ V2_MARKER = "cgroup.controllers"
 # v1 "unlimited" is PAGE_COUNTER_MAX pages rounded to the page size (9223372036854771712 with
 # 4 KiB pages); anything this large is no limit at all.
 FOCUS_PIDS_MAX = 8
-FOCUS_BYTES_PER_FILE = 4096
 ROLES = ("root", "pid1", "self", "focus")
 # v2 memory.stat keys that are kernel memory; `kernel` (5.18+) already holds all but sock.
 KERNEL_PARTS = (
@@ -100,124 +101,22 @@ KERNEL_PARTS = (
 _INSIDE_KERNEL_KEY = ("kernel_stack", "pagetables", "percpu", "vmalloc", "slab_unreclaimable",
                       "slab_reclaimable")  # fmt: skip
 
-_PRELUDE = f"""\
-_cg() {{
-  _v1=; _v2=
-  [ -r "$1" ] || return 0
-  while IFS=: read -r _ c p; do
-    case ",$c," in
-      *,memory,*) echo "$2 v1 $p"; _v1=$p ;;
-      ,,) echo "$2 v2 $p"; _v2=$p ;;
-    esac
-  done <"$1"
-}}
-_rel() {{
-  _p=$2
-  if [ "$1" != / ]; then
-    case $2 in "$1") _p=/ ;; "$1"/*) _p=${{2#"$1"}} ;; esac
-  fi
-}}
-_files='{UNIFIED_CONTROLLERS}'; _seen=
-_dir() {{
-  case "$_seen" in *"|$1$2|"*) return 0 ;; esac
-  _seen="$_seen|$1$2|"
-  if [ "$1" = 1 ]; then _d={V1_ROOT}; _fl="{" ".join(V1_FILES)}"; _mk={V1_MARKER}
-  else _d={V2_ROOT}; _fl="{" ".join(V2_FILES)}"; _mk={V2_MARKER}
-  fi
-  [ "$2" = / ] || _d="$_d$2"
-  [ -e "$_d/$_mk" ] || return 0
-  echo "dir $1 $2"
-  for f in $_fl; do _files="$_files
-$_d/$f"; done
-}}
-_want() {{
-  case $3 in /*) ;; *) return 0 ;; esac
-  echo "want $1 $2 $3"
-  _a=$3
-  while :; do
-    _dir "$1" "$_a"
-    case $_a in /) break ;; esac
-    _a=${{_a%/*}}; [ -n "$_a" ] || _a=/
-  done
-}}
-_both() {{
-  if [ -n "$_v1" ]; then _rel "$_r1" "$_v1"; _want 1 "$1" "$_p"; fi
-  if [ -n "$_v2" ]; then _rel "$_r2" "$_v2"; _want 2 "$1" "$_p"; fi
-}}
-_r1=/; _r2=/
-if [ -r /proc/self/mountinfo ]; then
-  while read -r _ _ _ _root _mp _ _rest; do
-    case $_mp in /sys/fs/cgroup|/sys/fs/cgroup/*) ;; *) continue ;; esac
-    _fs=${{_rest#*- }}
-    echo "mount $_root $_mp $_fs"
-    case $_mp in
-      {V1_ROOT}) _r1=$_root ;;
-      {V2_ROOT}) case $_fs in cgroup2\\ *) _r2=$_root ;; esac ;;
-    esac
-  done </proc/self/mountinfo
-fi
-if [ -r /proc/vmstat ]; then
-  while read -r k v; do
-    if [ "$k" = oom_kill ]; then echo "vmstat_oom_kill $v"; fi
-  done </proc/vmstat
-fi
-"""
-
-# Processes of our own session (this script, its grep, the login shell) and the collector
-# that started the session (the local CLI) are left out: their command lines hold the regex.
-_FOCUS = f"""\
-read -r _st </proc/$$/stat; _st=${{_st##*) }}; set -- $_st; _sid=$4; _collector=
-if [ -r "/proc/$_sid/stat" ]; then
-  read -r _st <"/proc/$_sid/stat"; _st=${{_st##*) }}; set -- $_st; _collector=$2
-fi
-_focus=$(head -v -c {FOCUS_BYTES_PER_FILE} /proc/[0-9]*/comm /proc/[0-9]*/cmdline 2>/dev/null \\
-  | tr '\\000' ' ' \\
-  | grep -E -e '^==> /proc/[0-9]+/(comm|cmdline) <==$' -e @PATTERN@ 2>&1 \\
-  | {{ _h=; _n=0; _got=' '
-      while IFS= read -r _l; do
-        case $_l in
-          "==> /proc/"*"/comm <=="|"==> /proc/"*"/cmdline <==")
-            _h=${{_l#==> /proc/}}; _h=${{_h%%/*}}; continue ;;
-        esac
-        if [ -z "$_h" ]; then echo "focus_error $_l"; continue; fi
-        case $_got in *" $_h "*) continue ;; esac
-        _got="$_got$_h "
-        [ -r "/proc/$_h/stat" ] || continue
-        read -r _st <"/proc/$_h/stat"; _st=${{_st##*) }}; set -- $_st
-        if [ "$4" = "$_sid" ] || [ "$_h" = "$_collector" ]; then continue; fi
-        _n=$((_n + 1))
-        if [ "$_n" -le {FOCUS_PIDS_MAX} ]; then echo "focus_pid $_h"
-        elif [ "$_n" -eq {FOCUS_PIDS_MAX + 1} ]; then echo focus_more
-        fi
-      done; }})
-while IFS= read -r _l; do
-  case $_l in
-    "focus_pid "*)
-      _fp=${{_l#focus_pid }}; _c=
-      if [ -r "/proc/$_fp/comm" ]; then read -r _c <"/proc/$_fp/comm"; fi
-      echo "focus_name $_fp $_c"
-      _cg "/proc/$_fp/cgroup" "focus $_fp"; _both focus ;;
-    ?*) echo "$_l" ;;
-  esac
-done <<_FX_FOCUS_
-$_focus
-_FX_FOCUS_
-"""
-
-_DUMP = """\
-IFS='
-'
-set -f
-head -v -c 65536 $_files
-"""
-
 
 def shell(options: CollectOptions) -> str:
-    """The section's shell text; ``--focus`` adds the process search."""
-    roots = "_want 1 root /\n_want 2 root /\n"
-    mine = "_cg /proc/1/cgroup pid1; _both pid1\n_cg /proc/self/cgroup self; _both self\n"
-    focus = _FOCUS.replace("@PATTERN@", shell_quote(options.focus)) if options.focus else ""
-    return _PRELUDE + roots + mine + focus + _DUMP
+    """The section's shell text (``cgroup.sh``); ``--focus`` adds the focus processes."""
+    return probe_shell(
+        __name__,
+        {
+            "v1_root": V1_ROOT,
+            "v2_root": V2_ROOT,
+            "v1_files": " ".join(V1_FILES),
+            "v2_files": " ".join(V2_FILES),
+            "v1_marker": V1_MARKER,
+            "v2_marker": V2_MARKER,
+            "unified_controllers": UNIFIED_CONTROLLERS,
+            "focus_most": FOCUS_PIDS_MAX if options.focus else None,
+        },
+    )
 
 
 class CgroupMount(BaseModel):
@@ -228,15 +127,6 @@ class CgroupMount(BaseModel):
     fstype: str
     source: str = ""
     options: str = Field(default="", description="Super options, e.g. rw,memory.")
-
-
-class FocusProcess(BaseModel):
-    """A host process that matched ``--focus``, and where it sits."""
-
-    pid: int
-    name: str | None = None
-    cgroup_v1: str | None = None
-    cgroup_v2: str | None = None
 
 
 class CgroupCounters(BaseModel):
@@ -493,7 +383,7 @@ def _read_line(facts: CgroupFacts, listing: _Listing, number: int, line: str) ->
     elif key == "mount":
         _read_mount(facts, line)
     elif key.startswith("focus"):
-        _read_focus(facts, line)
+        _read_focus(facts, number, line)
 
 
 def _version(text: str) -> Literal[1, 2]:
@@ -514,7 +404,7 @@ def _read_mount(facts: CgroupFacts, line: str) -> None:
         )
 
 
-def _read_focus(facts: CgroupFacts, line: str) -> None:
+def _read_focus(facts: CgroupFacts, number: int, line: str) -> None:
     key, _, rest = line.partition(" ")
     if key == "focus_more":
         facts.focus_more = True
@@ -524,23 +414,23 @@ def _read_focus(facts: CgroupFacts, line: str) -> None:
         pid_text, _, name = rest.partition(" ")
         pid = _pid(pid_text)
         if pid is not None:
-            _focus_process(facts, pid).name = name or None
+            _focus_process(facts, pid, number).name = name or None
     elif key == "focus":
         words = rest.split(" ", 2)
         pid = _pid(words[0])
         if len(words) == 3 and pid is not None and words[1] in ("v1", "v2"):
-            setattr(_focus_process(facts, pid), f"cgroup_{words[1]}", words[2])
+            setattr(_focus_process(facts, pid, number), f"cgroup_{words[1]}", words[2])
 
 
 def _pid(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
 
 
-def _focus_process(facts: CgroupFacts, pid: int) -> FocusProcess:
+def _focus_process(facts: CgroupFacts, pid: int, number: int) -> FocusProcess:
     for process in facts.focus_processes:
         if process.pid == pid:
             return process
-    process = FocusProcess(pid=pid)
+    process = FocusProcess(pid=pid, raw_line=number)
     facts.focus_processes.append(process)
     return process
 

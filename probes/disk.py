@@ -3,9 +3,9 @@ missing and truncated logs.
 
 Checks ``/``, ``/tmp``, ``/var/log``, the directories of the watched logs (``--log``,
 ``--expect-log``; the nearest directory that exists) and the working directory of the
-focus process, each with ``df -P`` and ``df -P -i``. A path already checked is not checked
-again. Some busybox builds have no ``df -i``: after the first refusal the inode check is
-skipped, and the facts say so::
+focus process, each with ``df -P`` and ``df -P -i`` (``disk.sh``). A path already checked
+is not checked again. Some busybox builds have no ``df -i``: after the first refusal the
+inode check is skipped, and the facts say so::
 
     @ path root /
     @ resolved /
@@ -37,45 +37,15 @@ from forensics.core.probe import (
     RuleContext,
     open_section,
 )
-from forensics.probes.focus_pids import focus_pids_shell
-from forensics.remote.host_script import shell_quote
+from forensics.remote.host_script import probe_shell, shell_quote
 
 SECTION = "disk"
 FULL_PERCENT = 95
+MAX_FOCUS_PROCESSES = 8
 FIXED_PATHS = (("root", "/"), ("tmp", "/tmp"), ("var_log", "/var/log"))
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _DF_LINE = re.compile(r"^(?P<device>.*?)\s+(?P<total>\d+)\s+(?P<used>\d+)\s+(?P<free>\d+)\s+"
                       r"(?P<percent>\d+%|-)\s+(?P<mount>/.*)$")  # fmt: skip
-
-_FUNCTION = """\
-_dk_seen='|'; _dk_noi=
-_dk() {
-  printf '@ path %s %s\\n' "$1" "$2"
-  _d=$3
-  case $_d in '~') _d=$HOME ;; '~/'*) _d=$HOME/${_d#??} ;; esac
-  case $_d in /*) ;; *) _d=/ ;; esac
-  while [ ! -d "$_d" ]; do _d=${_d%/*}; [ -n "$_d" ] || _d=/; done
-  printf '@ resolved %s\\n' "$_d"
-  case $_dk_seen in *"|$_d|"*) echo '@ seen'; return ;; esac
-  _dk_seen="$_dk_seen$_d|"
-  echo '@ df'
-  df -P -- "$_d" 2>&1
-  printf '@ rc %s\\n' "$?"
-  if [ -n "$_dk_noi" ]; then return; fi
-  echo '@ dfi'
-  df -P -i -- "$_d" 2>&1
-  _dk_rc=$?
-  printf '@ rc %s\\n' "$_dk_rc"
-  [ "$_dk_rc" -eq 0 ] || _dk_noi=1
-}
-"""
-
-_FOCUS_CWD = """\
-for _p in $_fp; do
-  [ -d /proc/"$_p"/cwd/ ] || continue
-  _t=$(readlink /proc/"$_p"/cwd 2>/dev/null) && _dk "cwd:$_p" "$_t" /proc/"$_p"/cwd/
-done
-"""
 
 
 class Filesystem(BaseModel):
@@ -126,12 +96,15 @@ def watched_directories(options: CollectOptions) -> list[tuple[str, str]]:
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
-    lines = [_FUNCTION]
     wanted = [*FIXED_PATHS, *watched_directories(options)]
-    lines += [f"_dk {why} {shell_quote(path)} {shell_quote(path)}" for why, path in wanted]
-    if options.focus:
-        lines += [focus_pids_shell(options.focus), _FOCUS_CWD]
-    return [SectionSpec(name=SECTION, shell="\n".join(lines), timeout_s=20, max_bytes=256 * 1024)]
+    shell = probe_shell(
+        __name__,
+        {
+            "paths": [f"{why} {path}" for why, path in wanted],
+            "focus_most": MAX_FOCUS_PROCESSES if options.focus else None,
+        },
+    )
+    return [SectionSpec(name=SECTION, shell=shell, timeout_s=20, max_bytes=256 * 1024)]
 
 
 def parse(captures: Captures, options: CollectOptions) -> DiskFacts:

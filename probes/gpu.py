@@ -42,6 +42,7 @@ from forensics.core.probe import (
     open_section,
 )
 from forensics.core.timeline_event import GPU_FAILURE, TimelineEvent
+from forensics.remote.host_script import ShellValue, probe_shell
 
 SECTION = "gpu"
 MAIN_FIELDS = (
@@ -84,20 +85,6 @@ FAILURES = (
     ("nvml_failed", re.compile(r"Failed to initialize NVML", re.I)),
 )
 UNSUPPORTED_FIELD = re.compile(r"is not a valid field to query", re.I)
-
-_SHELL = """\
-echo "clock $(date +%s)"
-if ! command -v nvidia-smi >/dev/null 2>&1; then echo "@ absent"; exit 0; fi
-_gq() {
-  printf '@ run %s\\n' "$1"
-  _gn=$1; shift
-  nvidia-smi "$@" --format=csv,nounits >q 2>&1
-  _grc=$?
-  printf '@ exit %s %s\\n' "$_gn" "$_grc"
-  awk -v w=@WIDTH@ '{ print "|" substr($0, 1, w) }' q
-  return "$_grc"
-}
-"""
 
 
 class Gpu(BaseModel):
@@ -159,13 +146,14 @@ class GpuFacts(ProbeFacts):
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
-    calls = [f"_gq {name} {query}" for name, query in QUERIES]
-    # The main query failing means the others would fail (or hang) too.
-    shell = _SHELL.replace("@WIDTH@", str(LINE_CHARS)) + calls[0] + " || exit 0\n"
-    shell += "\n".join(calls[1:]) + "\n"
+    values: dict[str, ShellValue] = {"line_chars": LINE_CHARS}
+    values.update({f"query_{name}": query for name, query in QUERIES})
     return [
         SectionSpec(
-            name=SECTION, shell=shell, timeout_s=options.gpu_timeout_s, max_bytes=256 * 1024
+            name=SECTION,
+            shell=probe_shell(__name__, values),
+            timeout_s=options.gpu_timeout_s,
+            max_bytes=256 * 1024,
         )
     ]
 

@@ -1,7 +1,7 @@
 """kernel_log: the kernel's own record of OOM kills, crashes, hangs, GPU and hardware errors.
 
-Runs on the host (one section). It tries the sources in order, keeps the first that
-answers, and says why each one that did not answer failed::
+Runs ``kernel_log.sh`` on the host (one section). It tries the sources in order, keeps the
+first that answers, and says why each one that did not answer failed::
 
     dmesg_restrict 1
     btime 1764441600
@@ -54,6 +54,7 @@ from forensics.kernel.machine_checks import MachineCheck, find_machine_checks
 from forensics.kernel.oom_report import OomKill, find_oom_kills
 from forensics.kernel.xid import XidEvent, find_xids
 from forensics.remote.file_dump import DumpedFile, dumped_files
+from forensics.remote.host_script import probe_shell
 
 SECTION = "kernel_log"
 MARKER = "=== kernel log ==="
@@ -71,73 +72,20 @@ INTERESTING = (
 )
 FILE_SOURCES = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
 
-SHELL = f"""\
-_r=unreadable; read -r _r </proc/sys/kernel/dmesg_restrict 2>/dev/null
-echo "dmesg_restrict $_r"
-while read -r _k _v _x; do if [ "$_k" = btime ]; then echo "btime $_v"; fi; done </proc/stat
-_u=; read -r _u _x </proc/uptime 2>/dev/null; echo "uptime $_u"
-echo "utc_offset $(date +%z 2>/dev/null)"
-_src=
-_tried() {{
-  _l=; IFS= read -r _l <kl.err
-  if [ "$1" = "$_src" ]; then echo "tried $1 $2 ok"
-  elif [ -n "$_l" ]; then echo "tried $1 $2 $_l"
-  else echo "tried $1 $2 $3"; fi
-}}
-: >kl.err
-if command -v dmesg >/dev/null 2>&1; then
-  dmesg >kl.out 2>kl.err; _rc=$?
-  if [ "$_rc" -eq 0 ] && [ -s kl.out ]; then _src=dmesg; fi
-  _tried dmesg "$_rc" "printed nothing"
-else
-  echo "tried dmesg 127 not installed"
-fi
-if [ -z "$_src" ]; then
-  if command -v journalctl >/dev/null 2>&1; then
-    journalctl -k -b --no-pager -q -o short-monotonic >kl.out 2>kl.err; _rc=$?
-    if [ "$_rc" -eq 0 ] && grep -q '^\\[' kl.out; then _src=journalctl; fi
-    _tried journalctl "$_rc" "no kernel messages for this boot"
-  else
-    echo "tried journalctl 127 not installed"
-  fi
-fi
-for _f in {" ".join(FILE_SOURCES)}; do
-  if [ -n "$_src" ]; then break; fi
-  if [ ! -e "$_f" ]; then echo "tried $_f 127 absent"; continue; fi
-  : >kl.err
-  tail -n {SYSLOG_TAIL_LINES} "$_f" 2>kl.err | grep -F ' kernel: ' >kl.out; _rc=$?
-  if [ -s kl.out ]; then _src=$_f; fi
-  _tried "$_f" "$_rc" "no kernel lines"
-done
-if [ -z "$_src" ]; then echo "source none"; exit 0; fi
-echo "source $_src"
-_b=$(wc -c <kl.out); _b=$((_b + 0)); echo "log_bytes $_b"
-_n=$(wc -l <kl.out); _n=$((_n + 0)); echo "log_lines $_n"
-set -f
-_files=
-# The most recently named cgroups first: on a host with many OOM kills the one in question
-# is usually the last, and only {MEMCG_PATHS_READ} are read.
-for _p in $(grep -o -E '(oom_memcg=|task_memcg=|Task in |limit of )/[^, ]*' kl.out |
-            sed 's/^[^/]*//' |
-            awk '{{ p[NR] = $0 }} END {{ for (i = NR; i > 0; i--) if (!s[p[i]]++) print p[i] }}' |
-            head -n {MEMCG_PATHS_READ}); do
-  case $_p in /|*..*) continue ;; esac
-  echo "memcg $_p"
-  _files="$_files {V1_ROOT}$_p/memory.oom_control {V1_ROOT}$_p/memory.failcnt"
-  _files="$_files {V2_ROOT}$_p/memory.events {V2_ROOT}$_p/memory.events.local"
-done
-if [ "$_b" -gt {LOG_BYTES_KEPT} ]; then
-  grep -E -C {CONTEXT_LINES} -e '{INTERESTING}' kl.out >kl.cut 2>/dev/null
-  if [ $? -gt 1 ]; then grep -E -e '{INTERESTING}' kl.out >kl.cut; fi
-  _c=$(wc -c <kl.cut); echo "filtered $((_c + 0)) {LOG_BYTES_KEPT}"
-fi
-# shellcheck disable=SC2086 # split on purpose (set -f): one head for every file
-if [ -n "$_files" ]; then head -v -c 4096 $_files 2>/dev/null; fi
-echo; echo '{MARKER}'
-if [ "$_b" -gt {LOG_BYTES_KEPT} ]; then head -n 1 kl.out; tail -c {LOG_BYTES_KEPT} kl.cut
-else cat kl.out; fi
-rm -f kl.out kl.err kl.cut
-"""
+SHELL = probe_shell(
+    __name__,
+    {
+        "file_sources": " ".join(FILE_SOURCES),
+        "syslog_tail_lines": SYSLOG_TAIL_LINES,
+        "memcg_paths_read": MEMCG_PATHS_READ,
+        "log_bytes_kept": LOG_BYTES_KEPT,
+        "context_lines": CONTEXT_LINES,
+        "interesting": INTERESTING,
+        "v1_root": V1_ROOT,
+        "v2_root": V2_ROOT,
+        "marker": MARKER,
+    },
+)
 
 Source = Literal["dmesg", "journalctl", "file"]
 

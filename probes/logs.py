@@ -12,20 +12,21 @@ anywhere in the file (``grep -n``: counted, only the first and last few sent)::
     btime 1764441600
     clock 1764450000
     clk_tck 100
-    focus-pid 4242 4242 (cuzk) S 1 4242 4242 0 -1 4194560 ... 840000 ...
+    focus_pid 4242 4242 (cuzk) S 1 4242 4242 0 -1 4194560 ... 840000 ...
     glob /work/logs/bench*.log
     file glob /work/logs/bench.log
     stat 4089 1764442402 0 root
     tail
     |[prove] loading params
     |[prove] CUDA error: out of memory
-    tail-read 41
+    tail_read 41
     errors
     |40:[prove] CUDA error: out of memory
-    errors-count 1
-    expected-missing /var/log/supervisor.log
+    errors_count 1
+    expected_missing /var/log/supervisor.log
 
-Every line of file content starts with ``|``, so no log line can pass for a record.
+Every line of file content starts with ``|``, so no log line can pass for a record. The
+host runs ``logs.sh``; the focus processes come from ``_fx_focus``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from forensics.core.durations import describe_duration
 from forensics.core.evidence import cite
+from forensics.core.focus import FocusProcess, parse_focus_line
 from forensics.core.models import CollectOptions, Finding, SectionSpec, Severity
 from forensics.core.probe import (
     Captures,
@@ -46,8 +48,7 @@ from forensics.core.probe import (
     open_section,
 )
 from forensics.core.timeline_event import LOG_LAST_WRITE, TimelineEvent
-from forensics.probes.focus_pids import FocusProcess, focus_pids_shell, parse_focus_line
-from forensics.remote.host_script import shell_quote
+from forensics.remote.host_script import probe_shell, shell_quote
 
 SECTION = "logs"
 TAIL_BYTES = 16384
@@ -55,73 +56,13 @@ LINE_CHARS = 400
 ERRORS_KEPT_EACH_END = 5
 MAX_FILES_PER_GLOB = 16
 MAX_OPEN_FILES_PER_PROCESS = 16
+MAX_FOCUS_PROCESSES = 8
 STALE_AFTER_S = 600
 # Matched case-insensitively; the words must not continue another word ("liberror").
 ERROR_PATTERN = (
     "(^|[^a-z0-9_-])(panic|traceback|cuda error|out of memory|std::bad_alloc|killed|segfault"
     "|segmentation fault|fatal|error)"
 )
-COMPRESSED = ("*.gz", "*.xz", "*.zst", "*.bz2", "*.lz4")
-
-_FUNCTIONS = """\
-_lg_emit() {
-  printf 'file %s %s\\n' "$1" "$2"
-  if [ ! -r "$3" ]; then echo unreadable; return; fi
-  stat -L -c 'stat %s %Y %u %U' -- "$3" 2>/dev/null
-  case $2 in @COMPRESSED@) echo compressed; return ;; esac
-  echo tail
-  tail -c "$_lc" -- "$3" 2>/dev/null | awk -v n="$_ln" -v w="$_lw" '{ b[NR % n] = $0 }
-    END { s = NR - n + 1; if (s < 1) s = 1
-          for (i = s; i <= NR; i++) print "|" substr(b[i % n], 1, w)
-          print "tail-read " NR }'
-  echo errors
-  grep -n -a -i -E -e "$_lp" -- "$3" 2>/dev/null | awk -v k="$_lk" -v w="$_lw" '
-    { if (NR <= k) print "|" substr($0, 1, w); else b[NR % k] = $0 }
-    END { s = NR - k + 1; if (s <= k) s = k + 1
-          for (i = s; i <= NR; i++) print "|" substr(b[i % k], 1, w)
-          print "errors-count " NR }'
-}
-_lg_glob() {
-  _g=$1
-  case $_g in '~/'*) _g=$HOME/${_g#??} ;; esac
-  printf 'glob %s\\n' "$_g"
-  (IFS=; ls -1td -- $_g 2>/dev/null) | {
-    _m=0
-    while IFS= read -r _f; do
-      [ -f "$_f" ] || continue
-      _m=$((_m + 1))
-      if [ "$_m" -gt @PERGLOB@ ]; then printf 'glob-more %s\\n' "$_g"; break; fi
-      _lg_emit glob "$_f" "$_f"
-    done
-    [ "$_m" -gt 0 ] || printf 'glob-empty %s\\n' "$_g"
-  }
-}
-_lg_expect() {
-  _e=$1
-  case $_e in '~/'*) _e=$HOME/${_e#??} ;; esac
-  if [ -e "$_e" ]; then printf 'expected-present %s\\n' "$_e"; _lg_emit expected "$_e" "$_e"
-  elif [ -d "${_e%/*}/" ]; then printf 'expected-missing %s\\n' "$_e"
-  else printf 'expected-missing-directory %s\\n' "$_e"
-  fi
-}
-"""
-
-_OPEN_FILES = """\
-for _p in $_fp; do
-  _o=0
-  for _d in /proc/"$_p"/fd/*; do
-    [ -f "$_d" ] || continue
-    _fl=
-    while read -r _a _b; do [ "$_a" = flags: ] && _fl=$_b; done 2>/dev/null \\
-      <"/proc/$_p/fdinfo/${_d##*/}"
-    case $_fl in '' | *[!0-7]*) continue ;; esac
-    [ $((0$_fl & 3)) -ne 0 ] || continue
-    _o=$((_o + 1))
-    if [ "$_o" -gt @PEROPEN@ ]; then printf 'open-capped %s\\n' "$_p"; break; fi
-    _lg_emit "open:$_p:${_d##*/}" "$(readlink "$_d" 2>/dev/null)" "$_d"
-  done
-done
-"""
 
 
 class LogLine(BaseModel):
@@ -189,26 +130,22 @@ def _requested(options: CollectOptions) -> bool:
 def sections(options: CollectOptions) -> list[SectionSpec]:
     if not _requested(options):
         return []
-    lines = [
-        f"_ln={options.log_lines}; _lc={TAIL_BYTES}; _lw={LINE_CHARS}; _lk={ERRORS_KEPT_EACH_END}",
-        f"_lp={shell_quote(ERROR_PATTERN)}",
-        'echo "limits $_ln $_lc $_lw $_lk"',
-        'while read -r _a _b _; do [ "$_a" = btime ] && echo "btime $_b"; done </proc/stat',
-        'echo "clock $(date +%s)"',
-        'echo "clk_tck $(getconf CLK_TCK 2>/dev/null)"',
-        _FUNCTIONS.replace("@COMPRESSED@", "|".join(COMPRESSED)).replace(
-            "@PERGLOB@", str(MAX_FILES_PER_GLOB)
-        ),
-    ]
-    if options.focus:
-        lines.append(focus_pids_shell(options.focus))
-    lines += [f"_lg_glob {shell_quote(glob)}" for glob in options.logs]
-    lines += [f"_lg_expect {shell_quote(path)}" for path in options.expected_logs]
-    if options.focus:
-        lines.append(_OPEN_FILES.replace("@PEROPEN@", str(MAX_OPEN_FILES_PER_PROCESS)))
-    return [
-        SectionSpec(name=SECTION, shell="\n".join(lines) + "\n", timeout_s=30, max_bytes=2 << 20)
-    ]
+    shell = probe_shell(
+        __name__,
+        {
+            "log_lines": options.log_lines,
+            "tail_bytes": TAIL_BYTES,
+            "line_chars": LINE_CHARS,
+            "errors_kept": ERRORS_KEPT_EACH_END,
+            "error_pattern": ERROR_PATTERN,
+            "per_glob": MAX_FILES_PER_GLOB,
+            "per_process": MAX_OPEN_FILES_PER_PROCESS,
+            "globs": options.logs,
+            "expected": options.expected_logs,
+            "focus_most": MAX_FOCUS_PROCESSES if options.focus else None,
+        },
+    )
+    return [SectionSpec(name=SECTION, shell=shell, timeout_s=30, max_bytes=2 << 20)]
 
 
 class _Reader:
@@ -228,7 +165,8 @@ class _Reader:
             self._content(number, line[1:])
             return
         key, _, value = line.partition(" ")
-        handler = _HANDLERS.get(key)
+        # Bundles of earlier versions name records with hyphens (focus-pid, tail-read).
+        handler = _HANDLERS.get(key.replace("-", "_"))
         if handler is not None:
             handler(self, number, value)
 
@@ -262,7 +200,7 @@ class _Reader:
 
     def _focus_pid(self, number: int, value: str) -> None:
         process = parse_focus_line(
-            "focus-pid " + value, number, self.facts.boot_time, self.clock_ticks
+            "focus_pid " + value, number, self.facts.boot_time, self.clock_ticks
         )
         if process is not None:
             self.facts.focus_processes.append(process)
@@ -367,23 +305,23 @@ _HANDLERS: dict[str, Callable[[_Reader, int, str], None]] = {
     "btime": _Reader._btime,
     "clock": _Reader._clock,
     "clk_tck": _Reader._clk_tck,
-    "focus-pid": _Reader._focus_pid,
-    "focus-capped": _Reader._focus_capped,
-    "focus-error": _Reader._focus_error,
+    "focus_pid": _Reader._focus_pid,
+    "focus_capped": _Reader._focus_capped,
+    "focus_error": _Reader._focus_error,
     "glob": _Reader._glob,
-    "glob-empty": _Reader._glob_empty,
-    "glob-more": _Reader._glob_more,
-    "expected-present": _Reader._expected_present,
-    "expected-missing": _Reader._expected_missing,
-    "expected-missing-directory": _Reader._expected_missing_directory,
+    "glob_empty": _Reader._glob_empty,
+    "glob_more": _Reader._glob_more,
+    "expected_present": _Reader._expected_present,
+    "expected_missing": _Reader._expected_missing,
+    "expected_missing_directory": _Reader._expected_missing_directory,
     "file": _Reader._file,
     "unreadable": _Reader._unreadable,
     "compressed": _Reader._compressed,
     "stat": _Reader._stat,
     "tail": _Reader._tail,
-    "tail-read": _Reader._tail_read,
+    "tail_read": _Reader._tail_read,
     "errors": _Reader._errors,
-    "errors-count": _Reader._errors_count,
+    "errors_count": _Reader._errors_count,
 }
 
 
@@ -395,8 +333,8 @@ def parse(captures: Captures, options: CollectOptions) -> LogsFacts:
     >>> text = (
     ...     "limits 50 16384 400 5\\nclock 1764450000\\nglob /w/bench*.log\\n"
     ...     "file glob /w/bench.log\\nstat 4089 1764442402 0 root\\ntail\\n|loading\\n"
-    ...     "|CUDA error: out of memory\\ntail-read 2\\nerrors\\n|2:CUDA error: out of memory\\n"
-    ...     "errors-count 1\\nexpected-missing /var/log/supervisor.log\\n"
+    ...     "|CUDA error: out of memory\\ntail_read 2\\nerrors\\n|2:CUDA error: out of memory\\n"
+    ...     "errors_count 1\\nexpected_missing /var/log/supervisor.log\\n"
     ... )
     >>> result = SectionResult(name="logs", command="", exit_status=0, duration_s=0.1,
     ...     bytes=len(text), truncated=False, timed_out=False, finished=True)

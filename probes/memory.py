@@ -1,6 +1,6 @@
 """memory: the host's memory as the kernel counts it, its pressure, and swap.
 
-Runs on the host (one section, one ``head`` process)::
+Runs ``memory.sh`` on the host (one section, one ``head`` process)::
 
     ==> /proc/meminfo <==
     MemTotal:       1584842752 kB
@@ -31,14 +31,15 @@ from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
 from forensics.core.pressure import Pressure, parse_pressure
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
-from forensics.remote.file_dump import DumpedFile, dumped_files, head_command
+from forensics.remote.file_dump import DumpedFile, dumped_files
+from forensics.remote.host_script import probe_shell
 
 SECTION = "memory"
 MEMINFO = "/proc/meminfo"
 PRESSURE = "/proc/pressure/memory"
 SWAPS = "/proc/swaps"
 FILES = (MEMINFO, PRESSURE, SWAPS)
-SHELL = head_command(FILES) + "\n"
+SHELL = probe_shell(__name__, {"files": FILES})
 
 # meminfo key -> MemoryFacts field; values are kB except HugePages_* (page counts).
 _SIZES = {

@@ -50,11 +50,13 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
+from forensics.core.focus import Focus, FocusError
 from forensics.core.models import CollectOptions, SectionSpec
 from forensics.core.numbers import parse_float, parse_int
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact, redact_argv
 from forensics.probes.system import KNOWN_INITS
+from forensics.remote.host_script import probe_shell
 
 SECTION = "processes"
 SEPARATOR_FILE = ".s"
@@ -68,76 +70,24 @@ CGROUP_CAP = 1024
 MAX_TREES = 12
 MAX_FOCUS_TREES = 3
 
-_SHELL = r"""s=.s; u=
-{ read -r u </proc/sys/kernel/random/uuid; } 2>/dev/null
-u=${u%-*-*}; [ -n "$u" ] || u="nouuid-$$"
-printf '%s\n' "$u" >"$s" || exit 70
-echo "nonce $u"
-echo "clock_ticks $(getconf CLK_TCK 2>/dev/null)"
-echo "page_size $(getconf PAGESIZE 2>/dev/null)"
-while read -r k v _; do if [ "$k" = btime ]; then echo "btime $v"; fi; done </proc/stat
-echo "self $$"
-_dump() {
-  a=; n=0
-  for d in /proc/[0-9]*; do
-    a="$a $d/$2 $s"; n=$((n + 1))
-    if [ "$n" -ge @BATCH@ ]; then head -v -c "$1" $a 2>/dev/null; a=; n=0; fi
-  done
-  if [ -n "$a" ]; then head -v -c "$1" $a 2>/dev/null; fi
-}
-_tasks() {
-  for d in /proc/[0-9]*; do
-    set -- "$d"/task/*
-    [ "$#" -gt 1 ] || continue
-    echo "tasks ${d#/proc/} $#"
-    i=0
-    for t do
-      [ "$i" -lt @PER_PROCESS@ ] && [ "$m" -lt @TOTAL@ ] || break
-      i=$((i + 1)); m=$((m + 1))
-      l=; { while IFS= read -r x; do l=$x; done <"$t/stat"; } 2>/dev/null
-      w=; { read -r w <"$t/wchan"; } 2>/dev/null
-      c=; { IFS= read -r c <"$t/comm"; } 2>/dev/null
-      l=${l##*") "}
-      printf 'thread %s %s %s %s %s\n' "${d#/proc/}" "${t##*/}" "${l%% *}" "${w:--}" "$c"
-    done
-  done
-}
-q=; if ls -q -d / >/dev/null 2>&1; then q=q; fi
-{ read -r up _ </proc/uptime; } 2>/dev/null; echo "snapshot 1 $up"
-_dump @STAT_CAP@ stat
-_dump @STATUS_CAP@ status
-_dump @CMDLINE_CAP@ cmdline
-_dump 64 wchan
-_dump @CGROUP_CAP@ cgroup
-echo threads; m=0
-_tasks
-echo links
-ls -lnd$q /proc/[0-9]*/exe /proc/[0-9]*/cwd 2>/dev/null
-head -v -c 64 "$s"
-@SLEEP@
-{ read -r up _ </proc/uptime; } 2>/dev/null; echo "snapshot 2 $up"
-_dump @STAT_CAP@ stat
-echo end
-"""
-
 
 def shell(gap_s: float) -> str:
-    """The section's shell text; ``gap_s`` seconds separate the two snapshots."""
-    sleep = f"sleep {gap_s:g} 2>/dev/null || sleep {max(1, round(gap_s))}" if gap_s > 0 else ":"
-    replacements = {
-        "@BATCH@": BATCH,
-        "@PER_PROCESS@": MAX_THREADS_LISTED,
-        "@TOTAL@": MAX_THREAD_LINES,
-        "@STAT_CAP@": STAT_CAP,
-        "@STATUS_CAP@": STATUS_CAP,
-        "@CMDLINE_CAP@": CMDLINE_CAP,
-        "@CGROUP_CAP@": CGROUP_CAP,
-        "@SLEEP@": sleep,
-    }
-    text = _SHELL
-    for key, value in replacements.items():
-        text = text.replace(key, str(value))
-    return text
+    """The section's shell text (``processes.sh``); ``gap_s`` seconds separate the two
+    snapshots."""
+    return probe_shell(
+        __name__,
+        {
+            "batch": BATCH,
+            "threads_per_process": MAX_THREADS_LISTED,
+            "thread_lines": MAX_THREAD_LINES,
+            "stat_cap": STAT_CAP,
+            "status_cap": STATUS_CAP,
+            "cmdline_cap": CMDLINE_CAP,
+            "cgroup_cap": CGROUP_CAP,
+            "gap": f"{gap_s:g}" if gap_s > 0 else None,
+            "gap_whole": max(1, round(gap_s)),
+        },
+    )
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
@@ -538,7 +488,7 @@ def _facts(reading: _Reading, options: CollectOptions) -> ProcessesFacts:
     pid1 = facts.by_pid(1)
     if pid1 is not None:
         facts.pid1_is_known_init = is_known_init(pid1)
-    facts.focus = _match_focus(facts, options.focus)
+    facts.focus = _match_focus(facts, options.focus, reading)
     _keep_threads_of_interest(facts, reading)
     facts.trees = _trees(facts)
     return facts
@@ -727,20 +677,26 @@ def _mark_collector(facts: ProcessesFacts) -> None:
         entry.collector = entry.pid in mine
 
 
-def _match_focus(facts: ProcessesFacts, pattern: str | None) -> FocusMatch | None:
-    """Search the pattern in each name and redacted command line (joined by spaces)."""
+def _match_focus(
+    facts: ProcessesFacts, pattern: str | None, reading: _Reading
+) -> FocusMatch | None:
+    """Match the pattern as the host does: each name and command line as read, before
+    redaction (``forensics/core/focus.py``)."""
     if pattern is None:
         return None
     match = FocusMatch(pattern=pattern)
     try:
-        regex = re.compile(pattern)
-    except (re.error, RecursionError, OverflowError) as error:
-        match.error = f"not a valid regular expression: {error}"
+        focus = Focus.compile(pattern)
+    except FocusError as error:
+        match.error = f"not a usable pattern: {error}"
         return match
     for entry in facts.processes:
         if entry.collector or entry.kernel_thread:
             continue
-        if not (regex.search(entry.name) or regex.search(" ".join(entry.argv))):
+        raw = reading.first[entry.pid]
+        stat = parse_stat(raw.stat or "")
+        name = stat.name if stat is not None else entry.name
+        if not focus.matches_process(name, raw.files.get("cmdline", "")):
             continue
         if entry.is_zombie:
             match.zombies.append(entry.pid)

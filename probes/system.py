@@ -1,6 +1,7 @@
 """system: who the host is, how long it has been up, and whether it is a container.
 
-Runs on the host (one section, one ``head`` process for all files, builtins for the rest)::
+Runs ``system.sh`` on the host (one section, one ``head`` process for all files, builtins
+for the rest)::
 
     tool timeout yes
     tool nvidia-smi no
@@ -30,7 +31,8 @@ from forensics.core.numbers import parse_float
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact
 from forensics.core.timeline_event import BOOT, TimelineEvent
-from forensics.remote.file_dump import head_command, split_head_output
+from forensics.remote.file_dump import split_head_output
+from forensics.remote.host_script import probe_shell
 
 TOOLS = ("timeout", "dmesg", "journalctl", "nvidia-smi", "ps", "busybox", "shellcheck")
 MARKERS = ("/.dockerenv", "/run/.containerenv", "/dev/.lxc-boot-id")
@@ -47,15 +49,8 @@ FILES = (
 )
 
 SECTION = "system"
-SHELL = (
-    f"for t in {' '.join(TOOLS)}; do "
-    'if command -v "$t" >/dev/null 2>&1; then echo "tool $t yes"; else echo "tool $t no"; fi; '
-    "done\n"
-    f"for m in {' '.join(MARKERS)}; do "
-    'if [ -e "$m" ]; then echo "marker $m"; fi; done\n'
-    'while read -r k v _; do if [ "$k" = btime ]; then echo "btime $v"; fi; done </proc/stat\n'
-    'echo "clock $(date +%s)"\n'
-    f"{head_command(FILES)}\n"
+SHELL = probe_shell(
+    __name__, {"tools": " ".join(TOOLS), "markers": " ".join(MARKERS), "files": FILES}
 )
 
 KNOWN_INITS = frozenset(

@@ -39,6 +39,7 @@ def test_the_walk_through_adds_a_probe_that_runs_parses_and_renders(tmp_path: Pa
     files = _walk_through_files()
     assert set(files) == {
         "probes/load.py",
+        "probes/load.sh",
         "reports/templates/partials/load.md.j2",
         "reports/templates/partials/load.html.j2",
         "reports/templates/partials/load.txt.j2",

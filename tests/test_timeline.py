@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from forensics.core.facts import Facts
+from forensics.core.focus import FocusProcess
 from forensics.core.models import CollectOptions, CollectStatus, Target
 from forensics.core.probe import RuleContext
 from forensics.core.timeline_event import ENDINGS
@@ -14,7 +15,6 @@ from forensics.judge import timeline
 from forensics.judge.host_report import HostReport
 from forensics.judge.rules.log_end import log_ended_early
 from forensics.judge.timeline import build_timeline, kernel_time_to_utc
-from forensics.probes.focus_pids import FocusProcess
 from forensics.probes.gpu import GpuFacts, SmiRun
 from forensics.probes.logs import LogFile, LogLine, LogsFacts
 from forensics.probes.system import SystemFacts

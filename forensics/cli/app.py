@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from types import FrameType
+from typing import Annotated, Any
 
 import typer
 
@@ -21,9 +23,10 @@ from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
+from forensics.cli.messages import say
 from forensics.cli.sweep import sweep_command
 from forensics.collect import collect
-from forensics.core.errors import ForensicsError, UsageError
+from forensics.core.errors import ForensicsError, Interrupted, UsageError
 from forensics.core.exit_status import ExitStatus
 from forensics.core.focus import focus_problem
 from forensics.core.log_options import log_options
@@ -39,7 +42,7 @@ from forensics.reports import Format, render_host
 EXIT_CODES_HELP = """
 Exit status: 0 collected, no finding at or above --fail-on; 1 collected with such a finding;
 2 usage or configuration error; 3 could not collect (unreachable, auth refused, host key
-unknown or changed, deadline hit before anything came back).
+unknown or changed, deadline hit before anything came back); 130 interrupted (SIGINT).
 """
 
 app = typer.Typer(
@@ -279,12 +282,22 @@ app.add_typer(inventory_app, name="inventory")
 
 def main() -> None:
     """Entry point: run the app, turning every known failure into one line and a status."""
+    # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
+    signal.signal(signal.SIGINT, _interrupt)
     try:
-        app()
+        status = app(standalone_mode=False)
+    except _CLICK_USAGE_ERROR as error:  # click's own text would echo the bad value raw
+        context = getattr(error, "ctx", None)
+        command = context.command_path if context is not None else "forensics"
+        _fail(f"{error.format_message()} (see {command} --help)", ExitStatus.usage)
+    except _CLICK_EXCEPTION as error:
+        _fail(error.format_message(), error.exit_code)
+    except typer.Abort:
+        _fail("aborted", ExitStatus.usage)
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
     except KeyboardInterrupt:
-        _fail("interrupted", ExitStatus.interrupted)
+        _fail("interrupted (SIGINT)", ExitStatus.interrupted)
     except Exception as error:
         if os.environ.get("FORENSICS_DEBUG"):
             raise
@@ -293,8 +306,22 @@ def main() -> None:
             "traceback, and report it)",
             ExitStatus.internal_error,
         )
+    sys.exit(status if isinstance(status, int) else ExitStatus.ok)
 
 
-def _fail(message: str, status: ExitStatus) -> None:
-    sys.stderr.write(f"forensics: {message}\n")
+def _click_class(name: str) -> Any:
+    """click's exception classes, from typer's own click or the click package alike."""
+    return next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == name)
+
+
+_CLICK_USAGE_ERROR = _click_class("UsageError")
+_CLICK_EXCEPTION = _click_class("ClickException")
+
+
+def _interrupt(number: int, frame: FrameType | None) -> None:
+    raise Interrupted("interrupted (SIGINT) before anything was kept")
+
+
+def _fail(message: str, status: int) -> None:
+    say(message)
     sys.exit(status)

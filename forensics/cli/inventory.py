@@ -12,9 +12,9 @@ import typer
 from rich.text import Text
 
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert
 from forensics.fleet.inventory import Inventory, load_inventory
 from forensics.fleet.vastai import parse_instances, to_yaml
-from forensics.reports.escaping import inert
 from forensics.reports.terminal import plain_console, plain_table
 
 app = typer.Typer(

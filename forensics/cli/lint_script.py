@@ -13,8 +13,8 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel, Field
 
+from forensics.core.escaping import inert
 from forensics.core.exit_status import ExitStatus
-from forensics.reports.escaping import inert
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
 from forensics.shell.masking import MaskingAnalysis, find_masking
 from forensics.shell.shellcheck import ShellCheckRun

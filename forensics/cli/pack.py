@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from forensics.cli.messages import say
 from forensics.evidence.pack import pack
 
 
@@ -43,10 +44,6 @@ def pack_command(
     counts = ", ".join(f"{kind} {n}" for kind, n in packed.manifest.redactions.items())
     redacted = f"redacted: {counts or 'nothing found'}" if not no_redact else "NOT redacted"
     sys.stdout.write(f"{packed.archive}\n")
-    sys.stderr.write(
-        f"forensics: packed {len(packed.manifest.files)} files into {packed.archive} ({redacted})\n"
-    )
+    say(f"packed {len(packed.manifest.files)} files into {packed.archive} ({redacted})")
     if packed.host_map is not None:
-        sys.stderr.write(
-            f"forensics: host pseudonyms: {packed.host_map} (mode 0600, not in the pack)\n"
-        )
+        say(f"host pseudonyms: {packed.host_map} (mode 0600, not in the pack)")

@@ -12,9 +12,11 @@ import typer
 from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
+from forensics.cli.messages import say, warn
 from forensics.cli.ticket import settings_from_options
 from forensics.core.duration_input import parse_duration
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import Severity
 from forensics.fleet.inventory import load_inventory
@@ -33,14 +35,6 @@ from forensics.fleet.sweep import (
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
 from forensics.tickets.sweep import SweepTickets
-
-
-def warn(message: str) -> None:
-    sys.stderr.write(f"forensics: warning: {message}\n")
-
-
-def _say(message: str) -> None:
-    sys.stderr.write(f"forensics: {message}\n")
 
 
 def _duration(option: str, value: str, positive: bool = True) -> float:
@@ -189,7 +183,7 @@ def sweep_command(
     with SweepLock(lock or out / "sweep.lock"):
         store = History.open(history or out / "history.sqlite", warn)
         tickets = SweepTickets(
-            store, {h.name: h for h in hosts}, _say, ticket_settings, ticket_dry_run
+            store, {h.name: h for h in hosts}, say, ticket_settings, ticket_dry_run
         )
         try:
             sweep = Sweep(
@@ -208,7 +202,7 @@ def sweep_command(
                     lambda stop: _ticketed(tickets, _sweep_once(sweep, stop, format, False)),
                     every_s,
                     jitter_s,
-                    _say,
+                    say,
                 )
                 if last is None or last.interrupted_by is None:
                     raise typer.Exit(ExitStatus.ok)
@@ -229,7 +223,7 @@ def _sweep_once(
     _emit(report, format, compact=not interruptible)
     if report.interrupted_by is not None:
         missing = [host.name for host in report.not_collected]
-        _say(
+        say(
             f"stopped by {report.interrupted_by}: collected {len(report.collected)} of "
             f"{len(report.hosts)} hosts; not collected: {', '.join(missing) or 'none'}"
         )
@@ -243,7 +237,7 @@ def _ticketed(tickets: SweepTickets, report: FleetReport) -> FleetReport:
 
 def _emit(report: FleetReport, format: Format, compact: bool) -> None:
     if format is Format.json and compact:
-        text = report.model_dump_json()
+        text = inert_json(report.model_dump_json())
     else:
         text = render_fleet(fleet_summary(report), format)
     sys.stdout.write(text.rstrip("\n") + "\n")

@@ -9,14 +9,11 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
+from forensics.cli.messages import say
 from forensics.core.errors import UsageError
 from forensics.core.ticket_settings import TicketSettings
 from forensics.tickets.evidence import gather
 from forensics.tickets.trackers import make_tracker
-
-
-def _say(line: str) -> None:
-    sys.stderr.write(f"forensics: {line}\n")
 
 
 def settings_from_options(**options: object) -> TicketSettings:
@@ -115,7 +112,7 @@ def ticket_command(
         raise UsageError("pass --issue to comment on an issue, or --create to open one (not both)")
     tracker = make_tracker(settings, dry_run=dry_run, for_new_issues=create)
     evidence = gather(
-        bundle, output, redact=not no_redact, obfuscate_hosts=obfuscate_hosts, say=_say
+        bundle, output, redact=not no_redact, obfuscate_hosts=obfuscate_hosts, say=say
     )
     message = evidence.message(archive_url)
     if create:
@@ -124,6 +121,6 @@ def ticket_command(
         assert issue is not None
         posted = tracker.comment(issue, message)
     if dry_run:
-        _say("dry run: nothing was sent")
+        say("dry run: nothing was sent")
     else:
         sys.stdout.write(posted.line() + "\n")

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from forensics.cli.messages import say
 from forensics.core.exit_status import ExitStatus
 from forensics.evidence.verify import verify
 
@@ -25,11 +26,9 @@ def verify_command(
     """
     result = verify(archive)
     for problem in result.problems:
-        sys.stderr.write(f"forensics: {archive}: {problem}\n")
+        say(f"{archive}: {problem}")
     if not result.ok:
-        sys.stderr.write(
-            f"forensics: {archive}: {len(result.problems)} problem(s); do not trust this pack\n"
-        )
+        say(f"{archive}: {len(result.problems)} problem(s); do not trust this pack")
         raise typer.Exit(ExitStatus.findings)
     manifest = result.manifest
     sys.stdout.write(

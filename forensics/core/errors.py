@@ -48,6 +48,12 @@ class HostKeyRejected(CollectionError):
     status = CollectStatus.host_key_rejected
 
 
+class Interrupted(ForensicsError):
+    """The operator stopped the run (SIGINT); the message says what was kept."""
+
+    exit_code = ExitStatus.interrupted
+
+
 class DeadlineExceeded(CollectionError):
     """The deadline passed before any section came back."""
 

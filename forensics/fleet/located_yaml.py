@@ -64,7 +64,10 @@ def load_located(text: str) -> LocatedYaml:
     ...
     forensics.fleet.located_yaml.YamlProblem: 2: a: duplicate key (first at line 1)
     """
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)  # its reader refuses control characters already
+    except yaml.YAMLError as error:
+        raise YamlProblem(1, f"YAML syntax: {str(error).splitlines()[0]}") from error
     try:
         node = loader.get_single_node()
         if node is None:

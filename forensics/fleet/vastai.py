@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forensics.core.errors import UsageError
+from forensics.core.escaping import one_line
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ def to_yaml(hosts: list[VastHost], skipped: list[Skipped]) -> str:
     lines = [
         f"# {count} from `vastai show instances --raw`; paste under `hosts:` or a group's `hosts:`"
     ]
-    lines += [f"# skipped {item.instance}: {item.reason}" for item in skipped]
+    lines += [f"# skipped {one_line(item.instance)}: {one_line(item.reason)}" for item in skipped]
     lines.append("hosts:" if hosts else "hosts: []")
     for host in hosts:
         if host.proxy:

@@ -31,6 +31,7 @@ import httpx
 
 from forensics import __version__
 from forensics.core.errors import ForensicsError
+from forensics.core.escaping import inert, inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.redaction import redact
 
@@ -207,8 +208,8 @@ class HttpClient:
                 )
             lines.append(f"--{boundary}--")
         elif request.json is not None:
-            lines.append(json.dumps(request.json, indent=2, ensure_ascii=False))
-        return self.mask("\n".join(lines)) + "\n\n"
+            lines.append(inert_json(json.dumps(request.json, indent=2, ensure_ascii=False)))
+        return self.mask(inert("\n".join(lines))) + "\n\n"
 
     def _error(self, request: Request, response: httpx.Response, retried: int) -> TicketError:
         status = response.status_code

@@ -13,11 +13,11 @@ from __future__ import annotations
 from forensics.core.durations import describe_duration
 from forensics.core.evidence import cite
 from forensics.core.facts import CrossRule, Facts
+from forensics.core.focus import FocusProcess
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.core.timeline_event import ENDINGS, TimelineEvent
 from forensics.judge.timeline import host_events
-from forensics.probes.focus_pids import FocusProcess
 from forensics.probes.logs import SECTION, LogFile, LogsFacts
 from forensics.probes.system import SystemFacts
 

@@ -23,10 +23,10 @@ counter above the log's count means kills whose victims the log does not show.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from forensics.core.facts import CrossRule, Facts
+from forensics.core.focus import Focus, FocusError
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.oom_report import OomKill
@@ -76,7 +76,7 @@ class _Match:
 class _Focus:
     """The process in question: the --focus pattern, and what the process table knows."""
 
-    pattern: re.Pattern[str] | None
+    pattern: Focus | None
     processes: tuple[ProcessEntry, ...] = ()
     ended: frozenset[int] = frozenset()
     pids_comparable: bool = False
@@ -87,14 +87,14 @@ class _Focus:
         same = self._same_process(kill)
         if same is not None:
             return _Match("pid", same)
-        if self.pattern.search(kill.name) is not None:
+        if self.pattern.search(kill.name):
             return _Match("name")
         if len(kill.name) != COMM_CHARS:
             return None
         for process in self.processes:
             program = process.argv[0].rsplit("/", 1)[-1] if process.argv else ""
             cut = process.name == kill.name and program.startswith(kill.name)
-            if cut and self.pattern.search(program) is not None:
+            if cut and self.pattern.search(program):
                 return _Match("program", process)
         return None
 
@@ -150,13 +150,15 @@ def _focus(facts: Facts, focus: str | None) -> _Focus:
     return _Focus(pattern, processes, frozenset(ended), pids_comparable=container is None)
 
 
-def _focus_pattern(focus: str | None) -> re.Pattern[str] | None:
+def _focus_pattern(focus: str | None) -> Focus | None:
     if not focus:
         return None
     try:
-        return re.compile(focus)
-    except re.error:
-        return re.compile(re.escape(focus))
+        return Focus.compile(focus)
+    except FocusError:
+        # A bundle written before the pattern was checked as grep -E reads it: the
+        # processes probe says so; here the pattern is the name itself.
+        return Focus.literal(focus)
 
 
 def _reach_to_start(log: KernelLogFacts, focus: _Focus) -> ProcessEntry | None:
