@@ -350,3 +350,18 @@ def test_a_pack_that_would_carry_the_token_itself_is_not_sent(
     )
     assert token not in result.stderr + result.stdout
     assert server.requests == []
+
+
+def test_an_existing_pack_is_verified_and_posted_as_it_is(
+    server: TicketServer, bundle: Path, tmp_path: Path
+) -> None:
+    archive = tmp_path / "made-earlier.tar.gz"
+    assert run_cli("pack", str(bundle), "-o", str(archive)).exit_code == 0
+    result = run_cli(
+        "ticket", str(archive), "--gitlab", "7", "--issue", "2",
+        "--api-url", f"{server.url}/api/v4", env=tokens_env(server),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    upload = server.requests[0]
+    assert upload.parts()[0].content == archive.read_bytes()
+    assert "packed" not in result.stderr, "an existing pack is not packed again"
