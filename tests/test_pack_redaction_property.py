@@ -98,7 +98,8 @@ def contexts(draw: st.DrawFn) -> tuple[str, list[str]]:
     text, hidden = draw(secrets())
     where = draw(st.integers(0, 4))
     if where == 0:  # a flag and its value are two arguments; anything else is one
-        arguments = text.split(" ") if text.startswith("--") else [text]
+        flag = text.startswith("--") and not text.startswith("---")
+        arguments = text.split(" ") if flag else [text]
         return "\x00".join(["/usr/bin/worker", *arguments, "--port", "9000"]), hidden
     if where == 1:
         return f"HOME=/root\n{text}\nLANG=C.UTF-8", hidden
