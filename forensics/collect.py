@@ -15,8 +15,15 @@ from forensics.core.errors import (
     UsageError,
 )
 from forensics.core.escaping import one_line
-from forensics.core.models import CollectOptions, CollectStatus, Manifest, Target
+from forensics.core.models import (
+    CollectOptions,
+    CollectStatus,
+    Manifest,
+    SectionSpec,
+    Target,
+)
 from forensics.core.probe import Captured
+from forensics.core.redaction import redact
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.probes import by_name
@@ -28,15 +35,19 @@ from forensics.remote.transport import INTERRUPTED, RunOutcome, run
 HOST_TEXT_SHOWN = 200
 
 
-def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float) -> HostReport:
+def collect(
+    target: Target,
+    options: CollectOptions,
+    out: Path,
+    timeout_s: float,
+    gate: bundle.CommitGate | None = None,
+) -> HostReport:
     """Collect ``target`` within ``timeout_s`` seconds; raise ``CollectionError`` when
-    nothing could be collected. Whatever came back is written to a bundle under ``out``."""
-    try:
-        probes = by_name(options.probes)
-    except KeyError as error:
-        raise UsageError(f"unknown probe {error.args[0]!r}") from error
-    specs = [spec for probe in probes for spec in probe.sections(options)]
+    nothing could be collected. Whatever came back is written to a bundle under ``out``
+    (unless ``gate`` was closed first: a sweep that stopped waiting)."""
+    specs = _sections(options)
     script = compose(specs, focus=options.focus)
+    bundle.check_out(out, room=bundle.room_needed(specs, script))
     started = datetime.now(UTC)
     outcome = run(target, script, time.monotonic() + timeout_s)
     finished = datetime.now(UTC)
@@ -66,14 +77,6 @@ def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float
         for name, output in decoded.outputs.items()
         if output.result.finished
     }
-    path = bundle.write(out, manifest, raw, bytes(outcome.stderr.kept))
-    if outcome.ended_early == INTERRUPTED:
-        raise Interrupted(
-            f"{target.name}: {INTERRUPTED}; {len(raw)} of {len(specs)} sections had come back, "
-            f"kept in {path}"
-        )
-    if not raw:
-        _raise_nothing_collected(target, outcome, decoded, path)
     captures = {
         name: Captured(
             result=output.result,
@@ -82,9 +85,39 @@ def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float
         )
         for name, output in decoded.outputs.items()
     }
-    report = analyze(manifest, captures, bundle=str(path))
-    bundle.write_report(path, report.model_dump_json(indent=2))
-    return report
+    judged: list[HostReport] = []
+
+    def report_at(path: Path) -> str:
+        judged[:] = [analyze(manifest, captures, bundle=str(path))]
+        return judged[0].model_dump_json(indent=2)
+
+    path = bundle.write(out, manifest, raw, bytes(outcome.stderr.kept), report_at, gate)
+    if outcome.ended_early == INTERRUPTED:
+        raise Interrupted(
+            f"{target.name}: {INTERRUPTED}; {len(raw)} of {len(specs)} sections had come back, "
+            f"kept in {path}"
+        )
+    if not raw:
+        try:
+            _raise_nothing_collected(target, outcome, decoded, path)
+        except CollectionError as error:
+            error.bundle = str(path)
+            raise
+    return judged[0]
+
+
+def room_needed(options: CollectOptions) -> int:
+    """The most disk one bundle collected with ``options`` can take."""
+    specs = _sections(options)
+    return bundle.room_needed(specs, compose(specs, focus=options.focus))
+
+
+def _sections(options: CollectOptions) -> list[SectionSpec]:
+    try:
+        probes = by_name(options.probes)
+    except KeyError as error:
+        raise UsageError(f"unknown probe {error.args[0]!r}") from error
+    return [spec for probe in probes for spec in probe.sections(options)]
 
 
 def _status(decoded: Decoded, outcome: RunOutcome) -> tuple[CollectStatus, str | None]:
@@ -113,7 +146,9 @@ def _raise_nothing_collected(
             f"{target.name}: the deadline passed before any section finished "
             f"(raw output kept in {path}); raise --timeout"
         )
-    said = [one_line(line, HOST_TEXT_SHOWN) for line in outcome.stderr_text.strip().splitlines()]
+    said = [
+        one_line(line, HOST_TEXT_SHOWN) for line in redact(outcome.stderr_text).strip().splitlines()
+    ]
     refusal = next((line for line in said if "sudo" in line), None)
     if target.sudo and refusal is not None:
         who = outcome.user or target.user or "the login user"

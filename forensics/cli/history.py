@@ -44,7 +44,7 @@ def history_command(
     path = history or out / "history.sqlite"
     if not path.exists():
         raise UsageError(f"no history at {path}: run `forensics sweep` first, or pass --history")
-    store = History.open(path, warn)
+    store = History.open_read_only(path)
     try:
         rows = store.runs(host, limit)
     finally:

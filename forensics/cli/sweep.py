@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from rich.console import Console
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.messages import say, warn
 from forensics.cli.ticket import settings_from_options
+from forensics.collect import room_needed
 from forensics.core.duration_input import parse_duration
 from forensics.core.errors import UsageError
 from forensics.core.escaping import inert_json
@@ -30,8 +32,10 @@ from forensics.fleet.sweep import (
     QuietObserver,
     StopRequest,
     Sweep,
+    abandoned_threads,
     signal_handlers,
 )
+from forensics.remote import bundle
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
 from forensics.tickets.sweep import SweepTickets
@@ -165,7 +169,6 @@ def sweep_command(
         host.with_deadlines(timeout_s, connect_timeout_s)
         for host in loaded.select(group or (), limit or ())
     ]
-    out.mkdir(parents=True, exist_ok=True)
     ticket_settings = (
         settings_from_options(
             on=ticket_on,
@@ -180,6 +183,7 @@ def sweep_command(
         if ticket_on or github or gitlab or jira
         else None
     )
+    bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
     with SweepLock(lock or out / "sweep.lock"):
         store = History.open(history or out / "history.sqlite", warn)
         tickets = SweepTickets(
@@ -209,7 +213,15 @@ def sweep_command(
                 report = last
         finally:
             store.close()
-    raise typer.Exit(exit_status(report, threshold, allow_unreachable))
+    status = exit_status(report, threshold, allow_unreachable)
+    if abandoned_threads():
+        # Hosts given up on still run in daemon threads; letting the interpreter finalize
+        # under them can abort the process (a thread killed inside native code). Everything
+        # is written and closed by now, so leave at once.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    raise typer.Exit(status)
 
 
 def _sweep_once(

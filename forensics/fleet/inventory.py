@@ -32,7 +32,13 @@ from forensics.core.log_options import log_path_problem
 from forensics.core.models import CollectOptions, MemoryThresholds, Target
 from forensics.core.thresholds import ThresholdProblem, memory_thresholds
 from forensics.core.ticket_settings import TicketSettings
-from forensics.fleet.located_yaml import LocatedYaml, YamlProblem, dotted, load_located
+from forensics.fleet.located_yaml import (
+    LocatedYaml,
+    YamlProblem,
+    dotted,
+    load_located,
+    read_bounded,
+)
 from forensics.probes import PROBES
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
@@ -204,12 +210,12 @@ class Inventory(BaseModel):
 def load_inventory(path: Path) -> Inventory:
     """Read, validate and resolve ``path``; raise ``InventoryError`` with file:line messages."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path)
     except FileNotFoundError as error:
         raise InventoryError(
             f"{path}: no such inventory; pass --inventory FILE (see docs/INVENTORY.md)"
         ) from error
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, ValueError) as error:
         raise InventoryError(f"{path}: cannot read the inventory: {error}") from error
     return parse_inventory(text, path)
 
