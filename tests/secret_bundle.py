@@ -32,6 +32,7 @@ LOG_SECRETS = {
     "aws_key_id": "AKIALOGSECRETKEY0123",
     "gitlab": "glpat-LogGitlabTokenSecret0123",
     "pem_body": "MIIEpAIBAAKCAQEAlogPemBodySecretLine",
+    "pem_body_2": "SecondPemLineOfTheLogKeyBodySecret",
 }
 ALL_SECRETS = [*ARGV_SECRETS.values(), *ENV_SECRETS.values(), *LOG_SECRETS.values()]
 
@@ -55,6 +56,7 @@ def log_text() -> str:
         f"aws key id {LOG_SECRETS['aws_key_id']} and token {LOG_SECRETS['gitlab']}\n"
         "-----BEGIN RSA PRIVATE KEY-----\n"
         f"{LOG_SECRETS['pem_body']}\n"
+        f"{LOG_SECRETS['pem_body_2']}\n"
         "-----END RSA PRIVATE KEY-----\n"
         "daemon ready\n"
     )

@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import secrets
 import tarfile
 from collections import Counter
@@ -52,6 +53,8 @@ REPORTS = (REPORT_JSON, REPORT_MD, REPORT_HTML)
 # NUL-separated argv is redacted with one of them in place of NUL, so that ``--token\0VALUE``
 # reads as a flag and its value.
 _NUL_STAND_INS = ("\x1f", "\x1e", "\x1d", "\x1c")
+_KEY_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+_KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----")
 
 
 class PackedFile(BaseModel):
@@ -216,8 +219,7 @@ class _Scrubber:
         """Every string redacted; a string under a secret-looking key (``"api_key"``)
         replaced whole, judged by the same redaction as ``api_key=VALUE``. The strings of a
         list (and each string field across a list of objects, such as a log's lines) are
-        redacted together, line after line, so that a secret spread over several (a PEM
-        key) is seen whole."""
+        read in order, so that a private key spread over several is seen whole."""
         if isinstance(value, dict):
             return {
                 self.text(str(name), counts): self.json_value(item, counts, str(name))
@@ -251,13 +253,23 @@ class _Scrubber:
         ]
 
     def _column(self, items: list[str], counts: Counter[str], key: str | None) -> list[str]:
-        found: Counter[str] = Counter()
-        lines = self.text("\n".join(items), found).split("\n")
-        if any("\n" in item for item in items) or len(lines) != len(items):
-            lines = [self.text(item, counts) for item in items]
-        else:
-            counts.update(found)
-        return [self._by_key(key, line, counts) for line in lines]
+        """Each string redacted; and the strings between a private key's BEGIN and END
+        lines (a log's lines, one string each) replaced whole: no single one of them says
+        it is part of a key."""
+        lines = []
+        inside_key = False
+        for item in items:
+            text = self.text(item, counts)
+            if inside_key and self.redact and not _KEY_END.search(item) and text != REDACTED:
+                text = REDACTED
+                counts["private_key"] += 1
+            begin = _KEY_BEGIN.search(item)
+            if begin is not None:
+                inside_key = _KEY_END.search(item, begin.end()) is None
+            elif _KEY_END.search(item):
+                inside_key = False
+            lines.append(self._by_key(key, text, counts))
+        return lines
 
     def _by_key(self, key: str | None, text: str, counts: Counter[str]) -> str:
         if self.redact and key is not None and text != REDACTED:
