@@ -35,9 +35,9 @@ _SHORT_SECRET_WORD = rf"(?:{_KEY_CHAR}{{0,64}}{_SECRET_NAME}{_KEY_CHAR}{{0,64}})
 # -----BEGIN RSA PRIVATE KEY----- ... -----END RSA PRIVATE KEY-----, the body over many
 # lines; a block cut before its END line is redacted to the end of its base64.
 _PEM_BLOCK = re.compile(
-    r"(?P<begin>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----)"
+    r"(?P<begin>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)"
     r"(?P<value>(?:[^-]|-(?!----END ))*)"
-    r"(?P<end>-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----)?"
+    r"(?P<end>-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)?"
 )
 # scheme://user:password@host and scheme://:password@host (redis)
 _URL_CREDENTIALS = re.compile(
