@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from forensics import __version__
-from forensics.cli import explain, lint_script
+from forensics.cli import arm, explain, lint_script
 from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
@@ -254,6 +254,7 @@ app.command("watch")(memory_watch.watch_command)
 app.command("wait")(memory_watch.wait_command)
 app.command("lint-script")(lint_script.lint_script_command)
 app.command("explain")(explain.explain_command)
+app.command("arm")(arm.arm_command)
 
 
 @app.command("schema")

@@ -54,9 +54,9 @@ def analyze(manifest: Manifest, captures: Captures, bundle: str | None) -> HostR
 
 def _probe_ran(probe: Probe[Any], manifest: Manifest, ran: set[str]) -> bool:
     wanted = manifest.options.probes
-    if wanted:
+    if wanted and not probe.client_sections:
         return probe.name in wanted
-    return any(spec.name in ran for spec in probe.sections(manifest.options))
+    return any(name in ran for name in probe.section_names(manifest.options))
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
