@@ -23,14 +23,18 @@
 #   C DIR USAGE LIMIT OOM_KILL             bytes; the cgroup's own OOM-kill counter
 #   E                            the tick is complete
 rn=$nonce
+# _fx_focus runs in this shell and uses _fx_* names of its own (_fx_d, _fx_n among them):
+# keep the private directory under a name of ours, for the EXIT trap.
+rd=$_fx_d
+trap 'cd /; rm -rf "$rd"' EXIT
 pids=; cgroups=
 # _fx_focus (focus.sh) is defined here, run from the private directory.
 if [ -s focus.re ]; then . ./focus.sh; fi
 
 _memcg() {
   m=-; v1=; v2=
-  { while IFS=: read -r _ c p; do
-      case ",$c," in *,memory,*) v1=${p%/} ;; ,,) v2=${p%/} ;; esac
+  { while IFS=: read -r _ h q; do
+      case ",$h," in *,memory,*) v1=${q%/} ;; ,,) v2=${q%/} ;; esac
     done <"/proc/$1/cgroup"; } 2>/dev/null
   for d in "/sys/fs/cgroup/memory$v1" "/sys/fs/cgroup$v2"; do
     if [ -r "$d/memory.usage_in_bytes" ] || [ -r "$d/memory.current" ]; then m=$d; break; fi

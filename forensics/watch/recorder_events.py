@@ -134,32 +134,36 @@ class Watcher:
         )
 
     def _oom(self, tick: Tick, now: datetime) -> list[Event]:
-        events: list[Event] = []
-        host_oom = tick.host.oom_kill if tick.host is not None else None
-        if host_oom is not None:
-            if self.host_oom is not None and host_oom > self.host_oom:
-                self.fired.discard(("oom", None))
-                events += self._event(
-                    "oom",
-                    now,
-                    None,
-                    detail=f"the host's OOM-kill counter went from {self.host_oom} to {host_oom}",
-                )
-            self.host_oom = host_oom
+        """The focus cgroup's own counter names the cgroup (and the pid, when one focus
+        process lives there). The host's counter counts kills anywhere on the host, other
+        tenants' included, so it fires only when no focus cgroup counter can be read."""
+        details: list[tuple[int | None, str]] = []
         for cgroup in tick.cgroups:
             if cgroup.oom_kill is None:
                 continue
             before = self.cgroup_oom.get(cgroup.path)
             self.cgroup_oom[cgroup.path] = cgroup.oom_kill
-            if before is not None and cgroup.oom_kill > before and not events:
+            if before is not None and cgroup.oom_kill > before:
                 pids = [pid for pid, path in self.cgroup_of.items() if path == cgroup.path]
-                events += self._event(
-                    "oom",
-                    now,
-                    pids[0] if len(pids) == 1 else None,
-                    detail=f"the OOM-kill counter of {cgroup.path} went from {before} to "
-                    f"{cgroup.oom_kill}",
+                details.append(
+                    (
+                        pids[0] if len(pids) == 1 else None,
+                        f"the OOM-kill counter of {cgroup.path} went from {before} to "
+                        f"{cgroup.oom_kill}",
+                    )
                 )
+        host_oom = tick.host.oom_kill if tick.host is not None else None
+        if host_oom is not None:
+            counted = any(cgroup.oom_kill is not None for cgroup in tick.cgroups)
+            if self.host_oom is not None and host_oom > self.host_oom and not counted:
+                details.append(
+                    (None, f"the host's OOM-kill counter went from {self.host_oom} to {host_oom}")
+                )
+            self.host_oom = host_oom
+        events: list[Event] = []
+        for pid, detail in details[:1]:
+            self.fired.discard(("oom", pid))
+            events += self._event("oom", now, pid, detail=detail)
         return events
 
     def _memory(self, tick: Tick, now: datetime) -> list[Event]:
