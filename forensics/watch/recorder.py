@@ -78,6 +78,27 @@ class ArmOutcome:
 Say = Callable[[str], None]
 
 
+def tick_words(count: int, every_s: float, cgroup_counted: bool) -> str:
+    """What tick number ``count`` asks of the host loop: always a sample ("s"); the focus
+    processes found again ("f") every ``REFOCUS_EVERY_S``; their threads' states ("d")
+    every ``THREADS_EVERY_S``; the host's OOM-kill counter ("o") only while no focus
+    cgroup's own counter could be read (``/proc/vmstat`` is the costliest file to read).
+
+    >>> [tick_words(n, 1.0, True) for n in (0, 1, 5)]
+    ['s f d', 's', 's d']
+    >>> tick_words(1, 1.0, False)
+    's o'
+    """
+    words = ["s"]
+    if count % max(1, round(REFOCUS_EVERY_S / every_s)) == 0:
+        words.append("f")
+    if count % max(1, round(THREADS_EVERY_S / every_s)) == 0:
+        words.append("d")
+    if not cgroup_counted:
+        words.append("o")
+    return " ".join(words)
+
+
 class Recorder:
     """``Recorder(target, settings, say).run()``: armed until an event (or, with
     ``keep_armed``, until ``for_s`` ends); ``on_fired`` hears each bundle as it is written."""
@@ -169,18 +190,13 @@ class Recorder:
     def _watch(self, loop: LoopChannel, nonce: str) -> None:
         """Tick until an event ends the watch, ``for_s`` ends or the recorder is stopped."""
         every = self.settings.every_s
-        refocus_ticks = max(1, round(REFOCUS_EVERY_S / every))
-        thread_ticks = max(1, round(THREADS_EVERY_S / every))
         count = 0
+        counted = False
         next_at = time.monotonic()
         while not self._over():
-            words = ["s"]
-            if count % refocus_ticks == 0:
-                words.append("f")
-            if count % thread_ticks == 0:
-                words.append("d")
+            tick = self._tick(loop, nonce, tick_words(count, every, counted))
             count += 1
-            tick = self._tick(loop, nonce, " ".join(words))
+            counted = any(cgroup.oom_kill is not None for cgroup in tick.cgroups)
             now = datetime.now(UTC)
             self._keep(
                 Sample(time=now, host=tick.host, processes=tick.processes, cgroups=tick.cgroups)

@@ -7,7 +7,7 @@
 #
 # The client drives it: each line it writes on this shell's stdin is one tick, whose words
 # say what to do ("s": sample; "d": also count the focus threads in state D; "f": find the
-# focus processes again first). Between ticks the shell sits in `read`, a builtin: an idle
+# focus processes again first; "o": also read the host's OOM-kill counter). Between ticks the shell sits in `read`, a builtin: an idle
 # recorder runs no process, and a sample is builtins only. When the client goes away
 # (Ctrl-C, a dropped connection), stdin ends, the loop ends, and the EXIT trap removes the
 # private directory: nothing is left running on the host.
@@ -18,7 +18,7 @@
 #   N PID COMM                   a focus process's name
 #   G PID DIR                    its memory cgroup directory (- when none is readable)
 #   S UPTIME MEMTOTAL MEMAVAILABLE OOM_KILL PSI_SOME10 PSI_FULL10   (kB; - when unreadable)
-#   P PID STATE THREADS VMRSS EXIT_CODE   (STATE "gone" when /proc/PID is gone)
+#   P PID STATE THREADS RSS_KB EXIT_CODE  (STATE "gone" when /proc/PID is gone)
 #   D PID IN_D LOOKED                      threads in state D, of those looked at
 #   C DIR USAGE LIMIT OOM_KILL             bytes; the cgroup's own OOM-kill counter
 #   E                            the tick is complete
@@ -28,6 +28,7 @@ rn=$nonce
 rd=$_fx_d
 trap 'cd /; rm -rf "$rd"' EXIT
 pids=; cgroups=
+pk=$(getconf PAGESIZE 2>/dev/null); pk=$((${pk:-4096} / 1024))
 # _fx_focus (focus.sh) is defined here, run from the private directory.
 if [ -s focus.re ]; then . ./focus.sh; fi
 
@@ -67,9 +68,12 @@ _host() {
       case $k in MemTotal:) t=$v ;; MemAvailable:) a=$v; break ;; esac
     done </proc/meminfo; } 2>/dev/null
   o=-
-  { while read -r k v; do
-      if [ "$k" = oom_kill ]; then o=$v; break; fi
-    done </proc/vmstat; } 2>/dev/null
+  # /proc/vmstat is 4 KiB that sh reads a byte a syscall: only on ticks that ask ("o").
+  case " $tick " in *" o "*)
+    { while read -r k v; do
+        if [ "$k" = oom_kill ]; then o=$v; break; fi
+      done </proc/vmstat; } 2>/dev/null ;;
+  esac
   ps=-; pf=-
   { while read -r k v _; do
       case $k in some) ps=${v#avg10=} ;; full) pf=${v#avg10=} ;; esac
@@ -82,12 +86,10 @@ _process() {
   if [ -z "$l" ]; then printf '%s P %s gone - - -\n' "$rn" "$1"; return 0; fi
   # shellcheck disable=SC2086 # the fields after the name: numbers and a state letter
   set -- "$1" ${l##*) }
-  s=$2; x=${51:--}
-  th=-; r=-
-  { while read -r k v _; do
-      case $k in Threads:) th=$v ;; VmRSS:) r=$v ;; esac
-    done <"/proc/$1/status"; } 2>/dev/null
-  printf '%s P %s %s %s %s %s\n' "$rn" "$1" "$s" "$th" "$r" "$x"
+  # Field k of /proc/PID/stat is ${k-1} here: state 3, num_threads 20, rss 24 (pages),
+  # exit_code 52 (a wait status, set once the process has exited).
+  r=-; case ${23} in '' | *[!0-9]*) ;; *) r=$((${23} * pk)) ;; esac
+  printf '%s P %s %s %s %s %s\n' "$rn" "$1" "$2" "${19:--}" "$r" "${51:--}"
 }
 
 _threads() {
