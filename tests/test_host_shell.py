@@ -12,9 +12,9 @@ import pytest
 
 from forensics.core.models import CollectOptions
 from forensics.probes import PROBES
-from forensics.watch.recorder_host import loop_script
 from forensics.remote.host_script import compose
 from forensics.shell.shellcheck import locate_shellcheck
+from forensics.watch.recorder_host import loop_script
 
 EVERYTHING = CollectOptions(
     focus="cuzk|lotus-worker",
