@@ -103,12 +103,15 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
     arguments = parser.parse_args()
-    sleeper = subprocess.Popen(["sleep", str(int(arguments.seconds) + 30)])
+    marker = f"fxbenchfocus{secrets.token_hex(3)}"
+    focus = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(86400)", marker]
+    )  # one focus process, matched by its command line
     try:
-        cpu_s, ticks = host_loop_cpu(arguments.seconds, arguments.every, "^sleep$")
+        cpu_s, ticks = host_loop_cpu(arguments.seconds, arguments.every, marker)
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        focus.kill()
+        focus.wait()
     per_hour = cpu_s * 3600 / arguments.seconds
     print(
         f"host loop: {ticks} ticks every {arguments.every:g}s over {arguments.seconds:g}s, "

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from forensics.remote import bundle
+from tests.fleet import fleet
 from tests.recorder_scenario import DAEMON, SLOW_HOG, arm, wait_armed
 from tests.sshd import SshServer
 from tests.test_oom_real import LIMIT_BYTES, memory_cgroup  # noqa: F401 (a fixture)
@@ -215,3 +216,30 @@ def test_ctrl_c_leaves_nothing_running_on_the_host(tmp_path: Path) -> None:
     assert left == ["left 1 sh"], left
     assert "nothing left on the host" in completed.stderr
     assert list(private.iterdir()) == [], "the loop's private directory was removed"
+
+
+def test_an_inventory_arms_every_host_and_only_the_one_that_fired_writes_a_bundle(
+    tmp_path: Path, reaped: list[subprocess.Popen[Any]]
+) -> None:
+    marker_a, marker_b = _marker("inva"), _marker("invb")
+    for marker in (marker_a, marker_b):
+        reaped.append(
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", marker])
+        )
+    with fleet(tmp_path / "fleet") as made:
+        made.add("alpha", focus=marker_a)
+        made.add("bravo", focus=marker_b)
+        inventory = made.write_inventory(tmp_path / "inventory.yaml")
+        armed = arm(
+            "--inventory", str(inventory), "--on", "exit", "--out", str(tmp_path / "out"),
+            "--format", "json", "--snapshot-gap", "0", "--for", "12s",
+        )  # fmt: skip
+        wait_armed(5)
+        reaped[0].kill()
+        reaped[0].wait()
+        status, out, err = armed.finish()
+    assert status == 1, err
+    assert "alpha: fired (exit:" in err and "bravo: fired" not in err
+    report = _report(out)
+    assert report["target"]["name"] == "alpha"
+    assert [path.name for path in (tmp_path / "out").iterdir()] == ["alpha"]

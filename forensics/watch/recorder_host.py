@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from forensics.core.cgroup_paths import UNLIMITED_AT
 from forensics.core.focus import host_octal
 from forensics.core.numbers import parse_float, parse_int
 from forensics.probes.recorder import CgroupSample, HostSample, ProcessSample
@@ -115,7 +116,7 @@ def read_tick_line(tick: Tick, nonce: str, line: str) -> None:
             CgroupSample(
                 path=words[0],
                 usage_bytes=parse_int(words[1]),
-                limit_bytes=parse_int(words[2]),
+                limit_bytes=_limit(words[2]),
                 oom_kill=parse_int(words[3]),
             )
         )
@@ -128,3 +129,13 @@ def read_tick_line(tick: Tick, nonce: str, line: str) -> None:
         tick.names[int(words[0])] = rest.partition(" ")[2]
     elif kind == "G" and len(words) == 2 and words[0].isdigit():
         tick.cgroup_of[int(words[0])] = words[1]
+
+
+def _limit(text: str) -> int | None:
+    """A cgroup memory limit in bytes; None for none (v2 ``max``, v1's near-2**63 value).
+
+    >>> _limit("67108864"), _limit("max"), _limit("9223372036854771712")
+    (67108864, None, None)
+    """
+    value = parse_int(text)
+    return None if value is None or value >= UNLIMITED_AT else value
