@@ -4,6 +4,7 @@ recorder, and nothing left on the host after Ctrl-C (in a PID namespace)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from tests.fleet import fleet
 from tests.recorder_scenario import DAEMON, SLOW_HOG, arm, wait_armed
 from tests.sshd import SshServer
 from tests.test_oom_real import LIMIT_BYTES, memory_cgroup  # noqa: F401 (a fixture)
-from tests.test_processes_ssh import ZL_CODE
+from tests.test_processes_ssh import ZL_CODE, Freezer
 
 
 def _report(stdout: str) -> dict[str, Any]:
@@ -191,13 +192,17 @@ def test_a_cut_connection_is_retried_and_the_gap_is_reported(
 
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)")
-def test_ctrl_c_leaves_nothing_running_on_the_host(tmp_path: Path) -> None:
-    """In a PID namespace of its own, after Ctrl-C only its PID 1 (this shell) is left."""
+@pytest.mark.parametrize(("signal_name", "status"), [("INT", 130), ("TERM", 143)])
+def test_ctrl_c_or_sigterm_leaves_nothing_running_on_the_host(
+    tmp_path: Path, signal_name: str, status: int
+) -> None:
+    """In a PID namespace of its own, after Ctrl-C (or SIGTERM) only its PID 1 (this shell)
+    is left, and the loop's private directory is gone."""
     script = (
         f"{sys.executable} -m forensics arm local --focus '^fxnothing$' --on exit "
         f"--out {tmp_path / 'out'} & pid=$!\n"
         "sleep 4\n"
-        'kill -INT "$pid"; wait "$pid"; echo "rc=$?"\n'
+        f'kill -{signal_name} "$pid"; wait "$pid"; echo "rc=$?"\n'
         'for d in /proc/[0-9]*; do read -r c <$d/comm && echo "left ${d#/proc/} $c"; done\n'
     )
     private = tmp_path / "tmp"
@@ -211,7 +216,7 @@ def test_ctrl_c_leaves_nothing_running_on_the_host(tmp_path: Path) -> None:
     )
     if completed.returncode != 0 and "Operation not permitted" in completed.stderr:
         pytest.skip("no PID namespaces here")
-    assert "rc=130" in completed.stdout, completed.stdout + completed.stderr
+    assert f"rc={status}" in completed.stdout, completed.stdout + completed.stderr
     left = [line for line in completed.stdout.splitlines() if line.startswith("left ")]
     assert left == ["left 1 sh"], left
     assert "nothing left on the host" in completed.stderr
@@ -243,3 +248,65 @@ def test_an_inventory_arms_every_host_and_only_the_one_that_fired_writes_a_bundl
     report = _report(out)
     assert report["target"]["name"] == "alpha"
     assert [path.name for path in (tmp_path / "out").iterdir()] == ["alpha"]
+
+
+def test_keep_armed_fires_again_when_the_focus_process_restarts(
+    tmp_path: Path, reaped: list[subprocess.Popen[Any]]
+) -> None:
+    marker = _marker("restart")
+    argv = [sys.executable, "-c", "import time; time.sleep(300)", marker]
+    reaped.append(subprocess.Popen(argv))
+    armed = arm(
+        "local", "--focus", marker, "--on", "exit", "--on", "new-focus", "--keep-armed",
+        "--out", str(tmp_path / "out"), "--snapshot-gap", "0", "--probe", "processes",
+        "--for", "12s", "--format", "json",
+    )  # fmt: skip
+    wait_armed(3)
+    reaped[0].kill()
+    reaped[0].wait()
+    reaped.append(subprocess.Popen(argv))  # the supervisor restarts it
+    status, _, err = armed.finish()
+    assert status == 1, err
+    assert "fired (exit:" in err and "fired (new-focus:" in err, err
+    assert len(list((tmp_path / "out" / "local").iterdir())) == 2
+
+
+def test_memory_below_the_threshold_fires_without_a_focus(tmp_path: Path) -> None:
+    armed = arm(
+        "local", "--on", "memory", "--available", "<1000TiB", "--out", str(tmp_path / "out"),
+        "--probe", "memory", "--format", "json", "--for", "30s",
+    )  # fmt: skip
+    status, out, err = armed.finish()
+    assert status == 1, err
+    [triggered] = _findings(_report(out), "recorder.triggered")
+    assert triggered["severity"] == "warning"
+    assert "MemAvailable" in triggered["title"] and "< 1000" in triggered["title"]
+
+
+def test_a_thread_stuck_in_d_fires_after_stuck_after(
+    tmp_path: Path, reaped: list[subprocess.Popen[Any]]
+) -> None:
+    marker = _marker("frozen")
+    frozen = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", marker])
+    reaped.append(frozen)
+    freezer = Freezer()
+    freezer.path = freezer.path.with_name(freezer.path.name + "-arm")
+    if not freezer.freeze(frozen.pid):
+        pytest.skip("the v1 freezer cgroup is not writable here: no real D-state process")
+    try:
+        armed = arm(
+            "local", "--focus", marker, "--on", "stuck", "--stuck-after", "2s",
+            "--out", str(tmp_path / "out"), "--probe", "processes", "--snapshot-gap", "0",
+            "--format", "json", "--for", "40s",
+        )  # fmt: skip
+        status, out, err = armed.finish()
+    finally:
+        freezer.thaw_and_remove()
+        frozen.kill()
+        frozen.wait()
+        with contextlib.suppress(OSError):
+            freezer.path.rmdir()
+    assert status == 1, err
+    [triggered] = _findings(_report(out), "recorder.triggered")
+    assert triggered["severity"] == "critical"
+    assert "in state D for" in triggered["title"], triggered["title"]

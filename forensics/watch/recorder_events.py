@@ -43,9 +43,16 @@ class Watcher:
     in_d_since: dict[int, float] = field(default_factory=dict)
     fired: set[tuple[str, int | None]] = field(default_factory=set)
     memory_low: bool = False
+    ended: set[int] = field(default_factory=set)
 
     def rearm(self) -> None:
-        """After a triggered collection: forget what fired, so it can fire again."""
+        """After a triggered collection: forget what fired, so it can fire again, except
+        the processes seen ending: a zombie still there is not a new one, nor a restart."""
+        for kind, pid in self.fired:
+            if kind in ("exit", "zombie") and pid is not None:
+                self.ended.add(pid)
+                self.names.pop(pid, None)
+                self.cgroup_of.pop(pid, None)
         self.fired.clear()
         self.in_d_since.clear()
         self.memory_low = False
@@ -71,14 +78,14 @@ class Watcher:
     def _focus(self, tick: Tick, now: datetime) -> list[Event]:
         assert tick.focus is not None
         events: list[Event] = []
-        found = set(tick.focus)
+        found = set(tick.focus) - self.ended
         for pid in sorted(set(self.names) - found):
             if ("zombie", pid) not in self.fired and ("exit", pid) not in self.fired:
                 events += self._event(
                     "exit", now, pid, detail="gone when the recorder looked for it again"
                 )
         for pid in tick.focus:
-            if pid not in self.names:
+            if pid not in self.names and pid not in self.ended:
                 self.names[pid] = tick.names.get(pid, "")
                 if tick.cgroup_of.get(pid, "-") != "-":
                     self.cgroup_of[pid] = tick.cgroup_of[pid]
@@ -97,6 +104,8 @@ class Watcher:
 
     def _process(self, process: ProcessSample, tick: Tick, now: datetime) -> list[Event]:
         pid = process.pid
+        if pid in self.ended:
+            return []
         if process.state == "gone":
             if ("zombie", pid) in self.fired or ("exit", pid) in self.fired:
                 return []
