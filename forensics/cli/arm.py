@@ -8,13 +8,14 @@ thread each, a live status line per host on a terminal, each bundle written as i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -144,7 +145,8 @@ def arm_command(
     known = {p.name for p in PROBES}
     if bad := [name for name in probe or () if name not in known]:
         raise UsageError(f"unknown probe {bad[0]!r}")
-    settings_for = _SettingsFor(
+    armed = ArmSettings(
+        options=CollectOptions(),
         out=out,
         every_s=every_s,
         keep_s=parse_duration(keep, "--keep"),
@@ -154,9 +156,6 @@ def arm_command(
         available=parse_condition("available", available) if available else None,
         keep_armed=keep_armed,
         timeout_s=timeout,
-        focus=focus,
-        probes=tuple(probe or ()),
-        snapshot_gap_s=snapshot_gap,
     )
     if inventory is not None:
         hosts = [
@@ -176,7 +175,8 @@ def arm_command(
             sudo=sudo,
         )
         hosts = [(parsed, CollectOptions())]
-    settings = [(host, settings_for.with_options(options)) for host, options in hosts]
+    wanted = {"focus": focus, "probes": tuple(probe or ()), "snapshot_gap_s": snapshot_gap}
+    settings = [(host, _for_host(armed, options, wanted)) for host, options in hosts]
     for host, chosen in settings:
         if chosen.options.focus is None and kinds & {"exit", "zombie", "stuck", "new-focus"}:
             raise UsageError(
@@ -188,21 +188,17 @@ def arm_command(
     raise typer.Exit(ExitStatus.findings if fired else ExitStatus.ok)
 
 
-class _SettingsFor:
-    """The command line's settings, applied over each host's collection options."""
-
-    def __init__(self, **values: object) -> None:
-        self.values = values
-
-    def with_options(self, options: CollectOptions) -> ArmSettings:
-        values = dict(self.values)
-        focus = values.pop("focus") or options.focus
-        probes = values.pop("probes") or options.probes
-        gap = values.pop("snapshot_gap_s")
-        chosen = options.model_copy(
-            update={"focus": focus, "probes": probes, "snapshot_gap_s": gap}
-        )
-        return ArmSettings(options=chosen, **values)  # type: ignore[arg-type]
+def _for_host(armed: ArmSettings, options: CollectOptions, wanted: dict[str, Any]) -> ArmSettings:
+    """The recorder's settings for one host: its own collection options (the inventory's),
+    with the command line's --focus and --probe where given, and its --snapshot-gap."""
+    chosen = options.model_copy(
+        update={
+            "focus": wanted["focus"] or options.focus,
+            "probes": wanted["probes"] or options.probes,
+            "snapshot_gap_s": wanted["snapshot_gap_s"],
+        }
+    )
+    return dataclasses.replace(armed, options=chosen)
 
 
 def _arm_one(target: Target, settings: ArmSettings, format: Format) -> bool:

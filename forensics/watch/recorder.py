@@ -129,10 +129,10 @@ class Recorder:
         self.armed_at = datetime.now(UTC)
         self.stop = stop or threading.Event()
         self._ends_at = None if settings.for_s is None else time.monotonic() + settings.for_s
+        self._sampled = False
 
     def run(self) -> ArmOutcome:
         backoff = BACKOFF_FIRST_S
-        connected_once = False
         lost_at: datetime | None = None
         lost_why = ""
         while not self._over():
@@ -141,7 +141,7 @@ class Recorder:
                 with LoopChannel(
                     self.target, loop_script(nonce, self.settings.options.focus)
                 ) as loop:
-                    connected_once = True
+                    backoff = BACKOFF_FIRST_S
                     if lost_at is not None:
                         self._gap(lost_at, lost_why)
                         lost_at = None
@@ -150,8 +150,8 @@ class Recorder:
             except (AuthRefused, HostKeyRejected):
                 raise
             except CollectionError as error:
-                if not connected_once:
-                    raise
+                if not self._sampled:
+                    raise  # never armed: a host where the loop cannot run is exit 3
                 if lost_at is None:
                     lost_at = datetime.now(UTC)
                     lost_why = error.message
@@ -195,6 +195,7 @@ class Recorder:
         next_at = time.monotonic()
         while not self._over():
             tick = self._tick(loop, nonce, tick_words(count, every, counted))
+            self._sampled = True
             count += 1
             counted = any(cgroup.oom_kill is not None for cgroup in tick.cgroups)
             now = datetime.now(UTC)
