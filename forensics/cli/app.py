@@ -34,6 +34,7 @@ from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.probes import PROBES
 from forensics.remote import bundle
+from forensics.remote.transport import explain as explain_ssh_settings
 from forensics.reports import Format, render_host
 
 EXIT_CODES_HELP = """
@@ -179,6 +180,14 @@ def collect_command(
             "(repeatable; relative paths start at the login directory)."
         ),
     ] = None,
+    explain_ssh: Annotated[
+        bool,
+        typer.Option(
+            "--explain-ssh",
+            help="Print the SSH settings the target resolves to (as `ssh -G` does, plus the "
+            "keys, known_hosts files and jump hosts used) and exit without connecting.",
+        ),
+    ] = False,
 ) -> None:
     """Collect one host into an evidence bundle and print what it shows.
 
@@ -210,6 +219,11 @@ def collect_command(
         connect_timeout=connect_timeout,
         sudo=sudo,
     )
+    if explain_ssh:
+        if parsed.is_local:
+            raise UsageError("--explain-ssh: 'local' uses no SSH")
+        sys.stdout.write(explain_ssh_settings(parsed))
+        raise typer.Exit(ExitStatus.ok)
     if not 0 <= snapshot_gap <= 60:
         raise UsageError("--snapshot-gap must be between 0 and 60 seconds")
     _check_regex(focus)

@@ -177,6 +177,9 @@ class HostKeySeen(Frozen):
     key_type: str
     sha256_fingerprint: str = Field(description="As OpenSSH prints it: SHA256:base64.")
     trust: Literal["known_hosts", "accepted_new", "not_applicable"]
+    note: str | None = Field(
+        default=None, description="Why a key not in known_hosts was trusted, when not asked."
+    )
 
 
 class HostStream(Frozen):
