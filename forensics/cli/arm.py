@@ -21,6 +21,7 @@ import typer
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from forensics.cli.messages import say
 from forensics.cli.watch import (
@@ -282,7 +283,7 @@ def _table(status: dict[str, str], lock: threading.Lock) -> Table:
     table = Table(box=None, show_header=False)
     with lock:
         for name, text in status.items():
-            table.add_row(name, text)
+            table.add_row(Text(one_line(name)), Text(text))  # Text: host text is no markup
     return table
 
 
