@@ -21,10 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forensics.core.cgroup_paths import UNLIMITED_AT
-from forensics.core.focus import host_octal
 from forensics.core.numbers import parse_float, parse_int
 from forensics.probes.recorder import CgroupSample, HostSample, ProcessSample
-from forensics.remote.host_script import TIMEOUT_KILL_GRACE_S, assignments, shell_file
+from forensics.remote.host_script import assignments, prelude, shell_file
 
 FOCUS_MOST = 16
 THREAD_CAP = 256
@@ -32,26 +31,9 @@ THREAD_CAP = 256
 
 def loop_script(nonce: str, focus: str | None) -> str:
     """The whole text run on the host: the host script's prelude (private directory,
-    traps, the focus function and regex), then the recorder loop."""
-    preamble = assignments(
-        {
-            "_fx_n": nonce,
-            "_fx_kill": TIMEOUT_KILL_GRACE_S,
-            "_fx_errlines": 0,
-            "_fx_errbytes": 0,
-            "_fx_focus_octal": host_octal(focus) if focus else "",
-            "_fx_focus_sh": shell_file("forensics.remote", "focus.sh") if focus else "",
-            "nonce": nonce,
-            "focus_most": FOCUS_MOST,
-            "thread_cap": THREAD_CAP,
-        }
-    )
-    return (
-        "# shellcheck disable=SC2016\n"
-        + preamble
-        + shell_file("forensics.remote", "host_script.sh")
-        + shell_file("forensics.watch", "recorder.sh")
-    )
+    traps, the focus function and regex, this collector's own pids), then the loop."""
+    inputs = assignments({"nonce": nonce, "focus_most": FOCUS_MOST, "thread_cap": THREAD_CAP})
+    return prelude(nonce, focus) + inputs + shell_file("forensics.watch", "recorder.sh")
 
 
 @dataclass
