@@ -55,7 +55,7 @@ from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
 from forensics.core.numbers import parse_flag, parse_float, parse_int
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.kernel.crashes import KernelCrash, find_crashes
-from forensics.kernel.faults import UserFault, find_faults
+from forensics.kernel.faults import UserFault, find_faults, suppressed_faults
 from forensics.kernel.gpu_driver import GpuDriverEvent, find_gpu_driver_events
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
 from forensics.kernel.lines import Clock, KernelLine, read_lines
@@ -178,6 +178,9 @@ class KernelLogFacts(ProbeFacts):
     oom_callbacks_suppressed: int = 0
     suppressed_evidence: list[EvidenceRef] = Field(default_factory=list)
     faults: list[UserFault] = Field(default_factory=list)
+    faults_suppressed: int = Field(
+        default=0, description="Fault messages the kernel's rate limit dropped."
+    )
     hung_tasks: list[HungTask] = Field(default_factory=list)
     xids: list[XidEvent] = Field(default_factory=list)
     machine_checks: list[MachineCheck] = Field(default_factory=list)
@@ -283,6 +286,7 @@ def _read_events(facts: KernelLogFacts, lines: list[KernelLine]) -> None:
     facts.oom_callbacks_suppressed = scan.callbacks_suppressed
     facts.suppressed_evidence = scan.suppressed_evidence
     facts.faults = find_faults(lines, SECTION)
+    facts.faults_suppressed = suppressed_faults(lines)
     facts.hung_tasks = find_hung_tasks(lines, SECTION)
     facts.xids = find_xids(lines, SECTION)
     pcie = find_pcie_errors(lines, SECTION)
