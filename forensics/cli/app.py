@@ -67,9 +67,10 @@ def _global_options(
 
 
 def _probe_names() -> list[str]:
-    """The probes' names without importing them: each probe's host shell is
-    ``probes/<name>.sh`` (forensics/remote/host_script.py), so ``--help`` lists them from the
-    directory and stays instant."""
+    """The names of the probes that run on the host, without importing them: each one's
+    host shell is ``probes/<name>.sh`` (forensics/remote/host_script.py), so ``--help``
+    lists them from the directory and stays instant. (The recorder, whose sections run on
+    the client, has none; ``arm`` is its command.)"""
     return sorted(path.stem for path in (Path(__file__).parent.parent / "probes").glob("*.sh"))
 
 
