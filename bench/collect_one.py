@@ -5,7 +5,9 @@ Prints, over several runs (median and min):
 - the collection in-process (`forensics.collect.collect`, no interpreter start-up),
 - OpenSSH's own `ssh host sh -s < script` with the very same script,
 and the ratios; then the cost of the script on the target: how many processes it
-spawned (counted in a private PID namespace) and the CPU time they used.
+spawned (counted in a private PID namespace) and the CPU time they used, in all and per
+section (each section alone after the prelude, less the prelude's own cost), so that the
+next change to the host script can see where its processes and CPU go.
 
 Run: python bench/collect_one.py [--runs 7]
 """
@@ -39,6 +41,17 @@ def timed(runs: int, action: object) -> list[float]:
         action()  # type: ignore[operator]
         samples.append(time.perf_counter() - start)
     return samples
+
+
+def client_cpu(runs: int, action: object) -> float:
+    """Median CPU seconds (user+sys) this process spends per run of ``action``."""
+    samples = []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        action()  # type: ignore[operator]
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        samples.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(samples)
 
 
 def show(label: str, samples: list[float]) -> float:
@@ -93,6 +106,8 @@ def main() -> None:
                 cli, capture_output=True, check=True)))  # fmt: skip
             inproc = show("forensics collect (in-process)", timed(runs, lambda: collect(
                 target, options, root / "out", 60)))  # fmt: skip
+            cpu = client_cpu(runs, lambda: collect(target, options, root / "out", 60))
+            print(f"  client CPU per collection (in-process)  median {cpu * 1000:8.1f} ms")
             openssh = show("ssh host sh -s < script (OpenSSH)", timed(runs, lambda: subprocess.run(
                 ssh, input=script.text.encode(), capture_output=True, check=True)))  # fmt: skip
             print(f"  ratio CLI / OpenSSH:        {cli_time / openssh:5.2f}")
@@ -103,6 +118,25 @@ def main() -> None:
     print("Cost of the script on the target (one local run):")
     print(f"  processes spawned: {processes if processes is not None else 'unknown'}")
     print(f"  CPU time (user+sys of the script and its children): {cpu * 1000:.1f} ms")
+    print_section_costs(options)
+
+
+def print_section_costs(options: CollectOptions) -> None:
+    """Each section run alone (the snapshot gap set to 0), less the prelude's cost."""
+    quick = options.model_copy(update={"snapshot_gap_s": 0.0})
+    specs = [spec for probe in PROBES for spec in probe.sections(quick)]
+    prelude_processes, prelude_cpu = script_cost(compose([]).text)
+    print("Per section (run alone, prelude subtracted; the process gap set to 0):")
+    for spec in specs:
+        processes, cpu = script_cost(compose([spec]).text)
+        spawned = (
+            "?"
+            if processes is None or prelude_processes is None
+            else str(processes - prelude_processes)
+        )
+        used_ms = (cpu - prelude_cpu) * 1000
+        print(f"  {spec.name:<16} processes {spawned:>3}   CPU {used_ms:6.1f} ms")
+    print(f"  (prelude alone: processes {prelude_processes}, CPU {prelude_cpu * 1000:.1f} ms)")
 
 
 if __name__ == "__main__":

@@ -7,12 +7,12 @@ detail with its evidence, the timeline, one section per probe that has a partial
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 from jinja2 import Template
 
 from forensics.core.escaping import inert_json
+from forensics.core.report_format import Format as Format
 from forensics.judge.host_report import HostReport
 from forensics.reports.environments import html_environment, markdown_environment
 from forensics.reports.fleet import FleetSummary
@@ -20,13 +20,6 @@ from forensics.reports.headline import headline
 from forensics.reports.timeline import timeline_points
 from forensics.reports.topics import topics
 from forensics.reports.unchecked import unchecked
-
-
-class Format(enum.StrEnum):
-    text = "text"
-    json = "json"
-    md = "md"
-    html = "html"
 
 
 def render_host(report: HostReport, format: Format) -> str:

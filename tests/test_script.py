@@ -48,6 +48,20 @@ def test_each_section_reports_status_bytes_and_limits(shell: list[str]) -> None:
     assert all(o.result.finished for o in outputs.values())
 
 
+@pytest.mark.parametrize("shell", SHELLS)
+def test_sizes_are_counted_without_a_process(shell: list[str], tmp_path: Path) -> None:
+    """The size of a section's output comes from the kernel's offset of the shell's fd 3
+    (/proc/$$/fdinfo/3), not from wc: a wc that lies changes nothing."""
+    write_executable(tmp_path / "wc", "#!/bin/sh\necho 999\n")
+    script = compose(SECTIONS)
+    stream = run(shell, script.text, env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    outputs = decode(script, stream).outputs
+    assert outputs["says_hello"].stdout == b"hello\n"
+    assert outputs["says_hello"].result.bytes == 6 and not outputs["says_hello"].result.truncated
+    assert outputs["floods"].result.truncated and len(outputs["floods"].stdout) == 1000
+    assert outputs["binary"].stdout == b"\xff\x00\x1b[31m"
+
+
 def test_without_a_timeout_command_a_watchdog_still_stops_a_hung_section(tmp_path: Path) -> None:
     write_executable(tmp_path / "timeout", "#!/bin/sh\nexit 127\n")
     script = compose(SECTIONS)

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,20 +22,13 @@ from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
 from forensics.cli.sweep import sweep_command
-from forensics.collect import collect
 from forensics.core.errors import UsageError
 from forensics.core.exit_status import ExitStatus
-from forensics.core.focus import focus_problem
-from forensics.core.log_options import log_options
-from forensics.core.models import CollectOptions, Severity
-from forensics.core.targets import parse_target
-from forensics.core.thresholds import parse_thresholds
-from forensics.judge.analysis import analyze
-from forensics.judge.host_report import HostReport
-from forensics.probes import PROBES
-from forensics.remote import bundle
-from forensics.remote.transport import explain as explain_ssh_settings
-from forensics.reports import Format, render_host
+from forensics.core.levels import Severity
+from forensics.core.report_format import Format
+
+if TYPE_CHECKING:
+    from forensics.judge.host_report import HostReport
 
 EXIT_CODES_HELP = """
 Exit status: 0 collected, no finding at or above --fail-on; 1 collected with such a finding;
@@ -73,7 +66,17 @@ def _global_options(
     pass
 
 
+def _probe_names() -> list[str]:
+    """The names of the probes that run on the host, without importing them: each one's
+    host shell is ``probes/<name>.sh`` (forensics/remote/host_script.py), so ``--help``
+    lists them from the directory and stays instant. (The recorder, whose sections run on
+    the client, has none; ``arm`` is its command.)"""
+    return sorted(path.stem for path in (Path(__file__).parent.parent / "probes").glob("*.sh"))
+
+
 def _check_regex(focus: str | None) -> None:
+    from forensics.core.focus import focus_problem
+
     problem = focus_problem(focus) if focus is not None else None
     if problem is not None:
         raise UsageError(f"--focus: {problem}")
@@ -89,6 +92,8 @@ def _exit_status(report: HostReport, fail_on: Severity | None) -> ExitStatus:
 
 
 def _emit(report: HostReport, format: Format) -> None:
+    from forensics.reports import render_host
+
     sys.stdout.write(render_host(report, format).rstrip("\n") + "\n")
 
 
@@ -140,9 +145,7 @@ def collect_command(
     ] = Format.text,
     probe: Annotated[
         list[str] | None,
-        typer.Option(
-            help="Run only this probe (repeatable): " + ", ".join(p.name for p in PROBES) + "."
-        ),
+        typer.Option(help="Run only this probe (repeatable): " + ", ".join(_probe_names()) + "."),
     ] = None,
     focus: Annotated[
         str | None,
@@ -205,6 +208,15 @@ def collect_command(
     2 usage error; 3 could not collect (unreachable, auth or sudo refused, host key unknown or
     changed, deadline before any section finished).
     """
+    # SSH, the probes and the reports load only when a collection runs (docs/ARCHITECTURE.md,
+    # "Start-up").
+    from forensics.collect import collect
+    from forensics.core.log_options import log_options
+    from forensics.core.models import CollectOptions
+    from forensics.core.targets import parse_target
+    from forensics.core.thresholds import parse_thresholds
+    from forensics.remote.transport import explain as explain_ssh_settings
+
     threshold = parse_fail_on(fail_on)
     if timeout <= 0 or connect_timeout <= 0:
         raise UsageError("--timeout and --connect-timeout must be positive")
@@ -256,6 +268,9 @@ def analyze_command(
 
     Example: forensics analyze forensics-bundles/gpu-a/2026-11-29T20-15-03Z --format json
     """
+    from forensics.judge.analysis import analyze
+    from forensics.remote import bundle
+
     threshold = parse_fail_on(fail_on)
     manifest, captures = bundle.load(bundle_path)
     report = analyze(manifest, captures, bundle=str(bundle_path))
@@ -277,6 +292,8 @@ app.command("ticket")(ticket_command.ticket_command)
 @app.command("schema")
 def schema_command() -> None:
     """Print the JSON Schema of the report that `collect --format json` prints."""
+    from forensics.judge.host_report import HostReport
+
     sys.stdout.write(json.dumps(HostReport.model_json_schema(), indent=2) + "\n")
 
 

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from forensics.core.errors import UsageError
-from forensics.judge.catalogue import CATALOGUE, lookup
 
 
 def explain_command(
@@ -27,6 +26,8 @@ def explain_command(
 
     Exit status: 0 explained; 2 unknown id (with the nearest ids).
     """
+    from forensics.judge.catalogue import CATALOGUE, lookup
+
     if finding_id is None:
         width = max(len(entry_id) for entry_id in CATALOGUE)
         for entry in CATALOGUE.values():

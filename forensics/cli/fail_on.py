@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from forensics.core.errors import UsageError
-from forensics.core.models import Severity
+from forensics.core.levels import Severity
 
 
 def parse_fail_on(value: str) -> Severity | None:

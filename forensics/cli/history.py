@@ -8,21 +8,20 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.text import Text
 
 from forensics.cli.messages import warn
 from forensics.core.errors import UsageError
 from forensics.core.escaping import inert, inert_json
-from forensics.core.models import CollectStatus
-from forensics.fleet.fingerprint import Changes, compare, fully_read_sections, track
-from forensics.fleet.store import History, RunRow
-from forensics.judge.analysis import analyze
-from forensics.judge.host_report import HostReport
-from forensics.remote import bundle
-from forensics.reports.terminal import plain_console, plain_table
+from forensics.core.levels import CollectStatus
+
+if TYPE_CHECKING:
+    # The store, the rules and rich load when the command runs, not for --help.
+    from forensics.fleet.fingerprint import Changes
+    from forensics.fleet.store import RunRow
+    from forensics.judge.host_report import HostReport
 
 
 def history_command(
@@ -41,6 +40,8 @@ def history_command(
 
     Example: forensics history --host prover-a
     """
+    from forensics.fleet.store import History
+
     path = history or out / "history.sqlite"
     if not path.exists():
         raise UsageError(f"no history at {path}: run `forensics sweep` first, or pass --history")
@@ -60,6 +61,10 @@ def history_command(
 
 
 def render_runs(rows: list[RunRow], width: int | None = None) -> str:
+    from rich.text import Text
+
+    from forensics.reports.terminal import plain_console, plain_table
+
     buffer = io.StringIO()
     console = plain_console(buffer, width)
     table = plain_table(
@@ -108,6 +113,8 @@ def diff_command(
 def bundle_changes(first: HostReport, second: HostReport) -> Changes:
     """Findings are fingerprinted under one name, so two bundles of renamed or different
     targets still compare finding by finding."""
+    from forensics.fleet.fingerprint import compare, fully_read_sections, track
+
     key = first.target.name
     changes = compare(
         track(first.findings, key),
@@ -120,6 +127,9 @@ def bundle_changes(first: HostReport, second: HostReport) -> Changes:
 
 
 def _judge(path: Path) -> HostReport:
+    from forensics.judge.analysis import analyze
+    from forensics.remote import bundle
+
     manifest, captures = bundle.load(path)
     return analyze(manifest, captures, bundle=str(path))
 

@@ -6,19 +6,17 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.text import Text
 
 from forensics.cli.messages import say
 from forensics.core.errors import UsageError
 from forensics.core.escaping import inert
-from forensics.fleet.inventory import Inventory, load_inventory
-from forensics.fleet.located_yaml import read_bounded
-from forensics.fleet.preflight import problems
-from forensics.fleet.vastai import notes, parse_instances, to_yaml
-from forensics.reports.terminal import plain_console, plain_table
+
+if TYPE_CHECKING:
+    # YAML, the SSH config and rich load when the command runs, not for --help.
+    from forensics.fleet.inventory import Inventory
 
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
@@ -56,6 +54,9 @@ def check_command(
     "problems" with --json); the exit status stays 0, since a key may be created, or a
     file mounted, before the sweep runs. Exit status: 0 valid; 2 invalid.
     """
+    from forensics.fleet.inventory import load_inventory
+    from forensics.fleet.preflight import problems
+
     if inventory is not None and inventory_option is not None and inventory != inventory_option:
         raise UsageError("give the inventory once: FILE or --inventory FILE")
     loaded = load_inventory(inventory or inventory_option or Path("inventory.yaml"))
@@ -72,6 +73,10 @@ def check_command(
 
 
 def render_inventory(inventory: Inventory, width: int | None = None) -> str:
+    from rich.text import Text
+
+    from forensics.reports.terminal import plain_console, plain_table
+
     buffer = io.StringIO()
     console = plain_console(buffer, width)
     groups = f"{len(inventory.groups)} group{'s' if len(inventory.groups) != 1 else ''}"
@@ -106,6 +111,9 @@ def import_vastai_command(
 
     Example: vastai show instances --raw | forensics inventory import-vastai - >> hosts.yaml
     """
+    from forensics.fleet.located_yaml import read_bounded
+    from forensics.fleet.vastai import notes, parse_instances, to_yaml
+
     try:
         text = read_bounded("/dev/stdin" if source == "-" else source, MAX_IMPORT_BYTES)
     except (OSError, ValueError) as error:

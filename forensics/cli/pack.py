@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from forensics.cli.messages import say
-from forensics.evidence.pack import pack
 
 
 def pack_command(
@@ -40,6 +39,8 @@ def pack_command(
     Exit status: 0 packed; 2 not a bundle, its evidence changed, or the archive cannot be
     written.
     """
+    from forensics.evidence.pack import pack
+
     packed = pack(bundle, output, redact=not no_redact, obfuscate_hosts=obfuscate_hosts)
     counts = ", ".join(f"{kind} {n}" for kind, n in packed.manifest.redactions.items())
     redacted = f"redacted: {counts or 'nothing found'}" if not no_redact else "NOT redacted"

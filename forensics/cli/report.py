@@ -7,19 +7,16 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 
 from forensics.core.errors import BundleError, UsageError
-from forensics.core.files import read_bounded
-from forensics.fleet.report import FleetReport
-from forensics.judge.analysis import analyze
-from forensics.judge.host_report import HostReport
-from forensics.remote import bundle
-from forensics.reports import Format, render_fleet, render_host
-from forensics.reports.fleet import fleet_summary
+from forensics.core.report_format import Format
+
+if TYPE_CHECKING:
+    from forensics.fleet.report import FleetReport
+    from forensics.judge.host_report import HostReport
 
 MAX_REPORT_BYTES = 256 * 1024 * 1024
 
@@ -51,6 +48,10 @@ def report_command(
 
       forensics report forensics-bundles/sweep-2026-11-29T20-15-00Z/fleet.json -f html
     """
+    from forensics.fleet.report import FleetReport
+    from forensics.reports import render_fleet, render_host
+    from forensics.reports.fleet import fleet_summary
+
     loaded = load_report(source)
     rendered = (
         render_fleet(fleet_summary(loaded), format)
@@ -66,6 +67,14 @@ def report_command(
 
 def load_report(source: Path) -> HostReport | FleetReport:
     """A host report (judged again from a bundle, or as saved) or a saved fleet report."""
+    from pydantic import ValidationError
+
+    from forensics.core.files import read_bounded
+    from forensics.fleet.report import FleetReport
+    from forensics.judge.analysis import analyze
+    from forensics.judge.host_report import HostReport
+    from forensics.remote import bundle
+
     if not source.exists():
         raise BundleError(f"{source}: does not exist; give a bundle directory or a JSON report")
     if source.is_dir():

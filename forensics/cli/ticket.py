@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 
 from forensics.cli.messages import say
 from forensics.core.errors import UsageError
-from forensics.core.ticket_settings import TicketSettings
-from forensics.tickets.evidence import gather
-from forensics.tickets.trackers import make_tracker
+
+if TYPE_CHECKING:
+    # The models and the trackers load when a ticket is made, not for --help.
+    from forensics.core.ticket_settings import TicketSettings
 
 
 def settings_from_options(**options: object) -> TicketSettings:
     """The options as ``TicketSettings``; a bad combination is one usage line."""
+    from pydantic import ValidationError
+
+    from forensics.core.ticket_settings import TicketSettings
+
     try:
         return TicketSettings.model_validate(
             {name: value for name, value in options.items() if value not in (None, (), [])}
@@ -99,6 +103,9 @@ def ticket_command(
     Exit status: 0 posted (or printed with --dry-run); 2 usage error or unusable bundle;
     4 the tracker refused or could not be reached (one line says why).
     """
+    from forensics.tickets.evidence import gather
+    from forensics.tickets.trackers import make_tracker
+
     settings = settings_from_options(
         github=github,
         gitlab=gitlab,

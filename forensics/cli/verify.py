@@ -10,7 +10,6 @@ import typer
 
 from forensics.cli.messages import say
 from forensics.core.exit_status import ExitStatus
-from forensics.evidence.verify import verify
 
 
 def verify_command(
@@ -24,6 +23,8 @@ def verify_command(
     2 not a readable pack, or refused unread: a member with an absolute path, '..', a link
     (symbolic or hard), a device or FIFO.
     """
+    from forensics.evidence.verify import verify
+
     result = verify(archive)
     for problem in result.problems:
         say(f"{archive}: {problem}")

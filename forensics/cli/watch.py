@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,13 +27,15 @@ from forensics.cli.messages import say
 from forensics.core.errors import CollectionError, Interrupted, UsageError
 from forensics.core.escaping import inert, inert_json
 from forensics.core.exit_status import ExitStatus
-from forensics.core.models import Target
 from forensics.core.quantities import gib, parse_duration, seconds_text
-from forensics.core.targets import parse_target
-from forensics.remote.line_stream import LineStream
-from forensics.watch.condition import Condition, parse_condition
-from forensics.watch.sampler import MemorySample, SampledCgroup, read_line, sampler_script
 from forensics.watch.trend import seconds_until, slope
+
+if TYPE_CHECKING:
+    # SSH and the models load when a watch runs, not for --help.
+    from forensics.core.models import Target
+    from forensics.remote.line_stream import LineStream
+    from forensics.watch.condition import Condition
+    from forensics.watch.sampler import MemorySample, SampledCgroup
 
 MIN_EVERY_S = 0.1
 # Rates in `watch` follow the last few samples; `wait` fits over more, for a steadier ETA.
@@ -103,6 +105,9 @@ def watch_command(
 
       forensics watch root@ssh6.vast.ai:17008 --format json > samples.jsonl
     """
+    from forensics.remote.line_stream import LineStream
+    from forensics.watch.sampler import sampler_script
+
     every_s = _interval(every)
     total_s = parse_duration(duration, "--for") if duration is not None else None
     count = None if total_s is None else _intervals(total_s, every_s) + 1
@@ -130,6 +135,8 @@ def _watch(
     target: Target,
 ) -> None:
     """Print samples until ``until`` says stop, whatever the host sends or fails to send."""
+    from forensics.watch.sampler import MemorySample, SampledCgroup, read_line
+
     history: deque[MemorySample] = deque(maxlen=RATE_SAMPLES)
     sampled: SampledCgroup | None = None
     seen = 0
@@ -236,6 +243,10 @@ def wait_command(
 
       forensics wait gpu-a --available '>=500GiB' --cgroup-current '<=250GiB' && ./start-daemon
     """
+    from forensics.remote.line_stream import LineStream
+    from forensics.watch.condition import parse_condition
+    from forensics.watch.sampler import sampler_script
+
     conditions = []
     if available is not None:
         conditions.append(parse_condition("available", available))
@@ -265,6 +276,8 @@ def _wait(
     timeout_s: float,
     target: Target,
 ) -> int:
+    from forensics.watch.sampler import MemorySample, SampledCgroup, read_line
+
     history: deque[MemorySample] = deque(maxlen=FIT_SAMPLES)
     first: MemorySample | None = None
     _out(f"{target.name}: waiting until {' and '.join(c.describe() for c in conditions)}")
@@ -411,6 +424,8 @@ def _target(
     accept_new_host_key: bool,
     connect_timeout: float,
 ) -> Target:
+    from forensics.core.targets import parse_target
+
     if connect_timeout <= 0:
         raise UsageError("--connect-timeout must be positive")
     return parse_target(

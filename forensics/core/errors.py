@@ -6,7 +6,7 @@ Exit statuses: ``forensics/core/exit_status.py``.
 from __future__ import annotations
 
 from forensics.core.exit_status import ExitStatus
-from forensics.core.models import CollectStatus
+from forensics.core.levels import CollectStatus
 
 
 class ForensicsError(Exception):

@@ -6,32 +6,13 @@ Probe-specific facts live beside their probe in `probes/`.
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
-class Severity(enum.StrEnum):
-    info = "info"
-    warning = "warning"
-    critical = "critical"
-
-    @property
-    def rank(self) -> int:
-        return {"info": 0, "warning": 1, "critical": 2}[self.value]
-
-
-class CollectStatus(enum.StrEnum):
-    """How far a collection got; anything but ``ok`` and ``partial`` means no report body."""
-
-    ok = "ok"
-    partial = "partial"
-    unreachable = "unreachable"
-    auth_failed = "auth_failed"
-    host_key_rejected = "host_key_rejected"
-    timeout = "timeout"
+from forensics.core.levels import CollectStatus as CollectStatus
+from forensics.core.levels import Severity as Severity
 
 
 class Frozen(BaseModel):

@@ -119,7 +119,7 @@ class Sweep:
     inventory: str
     out: Path
     history: History | None
-    concurrency: int = 16
+    concurrency: int = 64
     grace_s: float = 5.0
     observer: SweepObserver = field(default_factory=QuietObserver)
 

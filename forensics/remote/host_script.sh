@@ -30,13 +30,18 @@ if timeout -k 1 5 true 2>/dev/null; then _fx_to=k
 elif timeout -t 5 true 2>/dev/null; then _fx_to=t
 else _fx_to=w
 fi
+# A section writes its stdout through fd 3, which this shell holds open on o: the kernel's
+# offset of that one open file (/proc/$$/fdinfo/3, "pos:") is how many bytes the section
+# wrote, read with a builtin, so counting them costs no process (wc only where /proc
+# does not say). The frame then carries exactly min(size, cap) bytes, read by head -c.
 _fx_sec() {
   printf '\n%s START %s\n' "$_fx_n" "$1"
   _fx_u0=0; read -r _fx_u0 _fx_x </proc/uptime 2>/dev/null
+  command exec 3>o
   case $_fx_to in
-    k) timeout -k "$_fx_kill" "$2" sh -c "$4" >o 2>e </dev/null ;;
-    t) timeout -t "$2" sh -c "$4" >o 2>e </dev/null ;;
-    *) sh -c "$4" >o 2>e </dev/null &
+    k) timeout -k "$_fx_kill" "$2" sh -c "$4" >&3 2>e </dev/null 3>&- ;;
+    t) timeout -t "$2" sh -c "$4" >&3 2>e </dev/null 3>&- ;;
+    *) sh -c "$4" >&3 2>e </dev/null 3>&- &
        _fx_p=$!
        ( sleep "$2"; kill -9 "$_fx_p" ) >/dev/null 2>&1 &
        _fx_w=$!
@@ -46,10 +51,15 @@ _fx_sec() {
   esac
   _fx_rc=$?
   _fx_u1=0; read -r _fx_u1 _fx_x </proc/uptime 2>/dev/null
-  _fx_s=$(wc -c <o); _fx_s=$((_fx_s + 0))
+  _fx_x=; _fx_s=; { read -r _fx_x _fx_s </proc/$$/fdinfo/3; } 2>/dev/null
+  exec 3>&-
+  case $_fx_x in pos:) ;; *) _fx_s= ;; esac
+  case $_fx_s in '' | *[!0-9]*) _fx_s=$(wc -c <o) ;; esac
+  _fx_s=$((_fx_s + 0)); _fx_c=$_fx_s
+  if [ "$_fx_c" -gt "$3" ]; then _fx_c=$3; fi
   printf '\n%s DATA %s %s %s %s %s %s\n' \
     "$_fx_n" "$1" "$_fx_rc" "$_fx_u0" "$_fx_u1" "$_fx_s" "$_fx_to"
-  if [ "$_fx_s" -gt 0 ]; then head -c "$3" o; fi
+  if [ "$_fx_c" -gt 0 ]; then head -c "$_fx_c" o; fi
   _fx_i=0
   while [ "$_fx_i" -lt "$_fx_errlines" ] && IFS= read -r _fx_l || [ -n "$_fx_l" ]; do
     # The precision must sit in the format; _fx_errbytes is a number we set.
