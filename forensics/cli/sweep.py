@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -20,12 +21,16 @@ from forensics.core.errors import UsageError
 from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import Severity
+from forensics.fleet.history_location import history_location, open_history
 from forensics.fleet.inventory import load_inventory
 from forensics.fleet.lock import SweepLock
+from forensics.fleet.metrics import DEFAULT_ADDRESS, SweepMetrics, serve, write_textfile
 from forensics.fleet.progress import SweepProgress
 from forensics.fleet.report import FleetReport
 from forensics.fleet.schedule import run_every
-from forensics.fleet.store import History
+from forensics.fleet.shard import Shard
+from forensics.fleet.store import HistoryStore
+from forensics.fleet.store_postgres import PostgresHistory
 from forensics.fleet.sweep import (
     FLEET_REPORT,
     QuietObserver,
@@ -93,7 +98,11 @@ def sweep_command(
         ),
     ] = Format.text,
     history: Annotated[
-        Path | None, typer.Option(help="History database (default OUT/history.sqlite).")
+        str | None,
+        typer.Option(
+            help="History: a SQLite file or a postgresql:// URL (default: $FORENSICS_HISTORY_URL, "
+            "the inventory's history:, else OUT/history.sqlite)."
+        ),
     ] = None,
     fail_on: Annotated[
         str,
@@ -115,15 +124,35 @@ def sweep_command(
     ] = "0",
     lock: Annotated[
         Path | None,
-        typer.Option(help="Lock file that keeps sweeps apart (default OUT/sweep.lock)."),
+        typer.Option(
+            help="Lock file that keeps sweeps apart (default OUT/sweep.lock, OUT/sweep-K-of-N.lock "
+            "with --shard); with a PostgreSQL history a database lock is used instead."
+        ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="K/N: only the hosts whose name hashes to shard K of N (K from 0, as "
+            "$JOB_COMPLETION_INDEX)."
+        ),
+    ] = None,
+    metrics_file: Annotated[
+        Path | None,
+        typer.Option(help="Write Prometheus metrics here after each sweep (textfile format)."),
+    ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus metrics at /metrics on this port.")
+    ] = None,
+    metrics_address: Annotated[
+        str, typer.Option(help="Address --metrics-port listens on.")
+    ] = DEFAULT_ADDRESS,
 ) -> None:
     """Collect every host of the inventory concurrently; print what the fleet shows and what
     changed since each host's previous run.
 
     Exit status: 0 all collected, nothing at or above --fail-on; 1 such a finding; 2 usage
     or inventory error; 3 more hosts than --allow-unreachable not collected; 4 another sweep
-    holds the lock; 130/143 stopped by SIGINT/SIGTERM.
+    holds the lock (the same shard's, with --shard); 130/143 stopped by SIGINT/SIGTERM.
 
     Examples:
 
@@ -132,6 +161,9 @@ def sweep_command(
       forensics sweep --group vast --limit 'prover-*' --format json > fleet.json
 
       forensics sweep --every 15m --jitter 30s   # until SIGTERM
+
+      forensics sweep --shard 2/8 --history postgresql://forensics@db/fleet --metrics-file \
+/var/lib/node_exporter/textfile/forensics.prom
     """
     threshold = parse_fail_on(fail_on)
     if concurrency < 1:
@@ -143,15 +175,23 @@ def sweep_command(
     grace_s = _duration("--grace", grace, positive=False)
     every_s = _duration("--every", every) if every else None
     jitter_s = _duration("--jitter", jitter, positive=False)
+    chosen = Shard.parse(shard) if shard is not None else None
+    if metrics_port is not None and not 0 < metrics_port < 65536:
+        raise UsageError(f"--metrics-port: must be 1..65535, got {metrics_port}")
     loaded = load_inventory(inventory)
+    location = history_location(history, loaded.history, out)
     hosts = [
         host.with_deadlines(timeout_s, connect_timeout_s)
         for host in loaded.select(group or (), limit or ())
+        if chosen is None or chosen.holds(host.name)
     ]
     bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
-    with SweepLock(lock or out / "sweep.lock"):
-        store = History.open(history or out / "history.sqlite", warn)
-        try:
+    metrics = SweepMetrics(str(chosen) if chosen else None)
+    if metrics_port is not None:
+        _serve_metrics(metrics, metrics_port, metrics_address)
+    store = open_history(location, warn)
+    try:
+        with _sweep_lock(store, chosen, lock or out / _lock_name(chosen)):
             sweep = Sweep(
                 hosts=hosts,
                 inventory=str(inventory),
@@ -160,20 +200,18 @@ def sweep_command(
                 concurrency=concurrency,
                 grace_s=grace_s,
             )
+            once = _Once(sweep, format, metrics, metrics_file)
             if every_s is None:
-                report = _sweep_once(sweep, StopRequest(), format, interruptible=True)
+                report = once(StopRequest(), interruptible=True)
             else:
                 last = run_every(
-                    lambda stop: _sweep_once(sweep, stop, format, interruptible=False),
-                    every_s,
-                    jitter_s,
-                    say,
+                    lambda stop: once(stop, interruptible=False), every_s, jitter_s, say
                 )
                 if last is None or last.interrupted_by is None:
                     raise typer.Exit(ExitStatus.ok)
                 report = last
-        finally:
-            store.close()
+    finally:
+        store.close()
     status = exit_status(report, threshold, allow_unreachable)
     if abandoned_threads():
         # Hosts given up on still run in daemon threads; letting the interpreter finalize
@@ -183,6 +221,47 @@ def sweep_command(
         sys.stderr.flush()
         os._exit(status)
     raise typer.Exit(status)
+
+
+def _lock_name(shard: Shard | None) -> str:
+    return "sweep.lock" if shard is None else f"sweep-{shard.index}-of-{shard.count}.lock"
+
+
+def _sweep_lock(
+    store: HistoryStore, shard: Shard | None, path: Path
+) -> contextlib.AbstractContextManager[object]:
+    """A PostgreSQL history's advisory lock for the shard (all hosts: 0/1) when the database
+    is there; the lock file otherwise."""
+    if isinstance(store, PostgresHistory) and store.available:
+        return store.shard_lock(str(shard or Shard(0, 1)))
+    return SweepLock(path)
+
+
+def _serve_metrics(metrics: SweepMetrics, port: int, address: str) -> None:
+    try:
+        serve(metrics, port, address)
+    except OSError as error:
+        raise UsageError(
+            f"--metrics-port {port}: cannot listen on {address}:{port} ({error.strerror})"
+        ) from error
+
+
+@dataclass
+class _Once:
+    """One sweep: run it, print it, and publish its metrics."""
+
+    sweep: Sweep
+    format: Format
+    metrics: SweepMetrics
+    metrics_file: Path | None
+
+    def __call__(self, stop: StopRequest, interruptible: bool) -> FleetReport:
+        self.metrics.sweep_started()
+        report = _sweep_once(self.sweep, stop, self.format, interruptible)
+        self.metrics.update(report)
+        if self.metrics_file is not None:
+            write_textfile(self.metrics_file, self.metrics)
+        return report
 
 
 def _sweep_once(

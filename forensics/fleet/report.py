@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from forensics.core.models import CollectStatus, Severity
 from forensics.core.redaction import redact
 from forensics.fleet.fingerprint import Changes
+from forensics.fleet.patterns import FleetPattern
 from forensics.judge.host_report import HostReport
 
 SCHEMA_VERSION = 1
@@ -49,6 +50,7 @@ class HostRun(BaseModel):
     name: str
     group: str | None = None
     address: str = Field(description="user@host:port as the inventory resolved it.")
+    tags: list[str] = Field(default_factory=list, description="The inventory's tags.")
     status: HostStatus
     reason: str | None = Field(default=None, description="Why not ok, in one line.")
     started: datetime | None = None
@@ -110,6 +112,10 @@ class FleetReport(BaseModel):
     history: str | None = Field(default=None, description="The history database, if used.")
     hosts: list[HostRun] = Field(default_factory=list, description="Worst first.")
     finding_counts: list[FindingCount] = Field(default_factory=list)
+    patterns: list[FleetPattern] = Field(
+        default_factory=list,
+        description="Findings several hosts share, with the facts those hosts have in common.",
+    )
 
     @property
     def collected(self) -> list[HostRun]:

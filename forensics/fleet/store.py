@@ -21,11 +21,12 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from forensics.core.errors import UsageError
 from forensics.core.models import Severity
@@ -84,6 +85,60 @@ class RunRow:
     resolved: int | None
 
 
+class HistoryStore(Protocol):
+    """What a sweep, ``history`` and ``fleet-report`` need from a history, whatever holds it
+    (``History``: SQLite, the default; ``PostgresHistory``: a shared PostgreSQL database)."""
+
+    @property
+    def location(self) -> str: ...
+
+    @property
+    def available(self) -> bool: ...
+
+    def begin_sweep(self, sweep_id: str, started: datetime, inventory: str, hosts: int) -> None: ...
+
+    def end_sweep(
+        self, sweep_id: str, finished: datetime, collected: int, interrupted_by: str | None
+    ) -> None: ...
+
+    def previous(self, host: str) -> PreviousRun | None: ...
+
+    def record(
+        self, sweep_id: str | None, host: HostRun, tracked: list[TrackedFinding]
+    ) -> None: ...
+
+    def runs(self, host: str | None = None, limit: int = 50) -> list[RunRow]: ...
+
+    def latest_runs(self, since: datetime) -> list[RunRow]: ...
+
+    def close(self) -> None: ...
+
+
+_LATEST_RUNS = (
+    "SELECT sweep_id, host, status, reason, started, bundle, worst, findings, new, resolved "
+    "FROM runs AS r WHERE started >= {p} AND id = (SELECT id FROM runs AS s "
+    "WHERE s.host = r.host ORDER BY started DESC, id DESC LIMIT 1) ORDER BY host"
+)
+"""Each host's latest run, when it started at or after the bound (``{p}``: the placeholder)."""
+
+
+def run_row(row: tuple[object, ...] | Sequence[object]) -> RunRow:
+    """A ``RunRow`` from the columns ``runs`` and ``latest_runs`` select, in that order."""
+    started = row[4]
+    return RunRow(
+        sweep_id=row[0],  # type: ignore[arg-type]
+        host=str(row[1]),
+        status=str(row[2]),
+        reason=row[3],  # type: ignore[arg-type]
+        started=started if isinstance(started, datetime) else datetime.fromisoformat(str(started)),
+        bundle=row[5],  # type: ignore[arg-type]
+        worst=row[6],  # type: ignore[arg-type]
+        findings=int(row[7]),  # type: ignore[call-overload]
+        new=row[8],  # type: ignore[arg-type]
+        resolved=row[9],  # type: ignore[arg-type]
+    )
+
+
 class History:
     """Open with ``History.open``; every method is a no-op once the database failed."""
 
@@ -95,6 +150,10 @@ class History:
     @property
     def available(self) -> bool:
         return self._connection is not None
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     @classmethod
     def open(cls, path: Path, warn: Warn) -> History:
@@ -294,21 +353,21 @@ class History:
         except sqlite3.Error as error:
             self._give_up(error)
             return []
-        return [
-            RunRow(
-                sweep_id=row[0],
-                host=row[1],
-                status=row[2],
-                reason=row[3],
-                started=datetime.fromisoformat(row[4]),
-                bundle=row[5],
-                worst=row[6],
-                findings=row[7],
-                new=row[8],
-                resolved=row[9],
-            )
-            for row in rows
-        ]
+        return [run_row(row) for row in rows]
+
+    def latest_runs(self, since: datetime) -> list[RunRow]:
+        """Each host's latest run, when it started at or after ``since``: every shard's
+        latest sweep, host by host."""
+        if self._connection is None:
+            return []
+        try:
+            rows = self._connection.execute(
+                _LATEST_RUNS.format(p="?"), (since.isoformat(),)
+            ).fetchall()
+        except sqlite3.Error as error:
+            self._give_up(error)
+            return []
+        return [run_row(row) for row in rows]
 
 
 def _not_ours(path: Path, header: bool = True, owner: bool = True) -> str | None:
