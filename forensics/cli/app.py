@@ -18,6 +18,7 @@ from forensics.cli import explain, lint_script
 from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
+from forensics.cli.fleet_report import fleet_report_command
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
 from forensics.cli.messages import say
@@ -285,6 +286,7 @@ def version_command() -> None:
 app.command("sweep")(sweep_command)
 app.command("history")(history_command)
 app.command("diff")(diff_command)
+app.command("fleet-report")(fleet_report_command)
 app.add_typer(inventory_app, name="inventory")
 
 

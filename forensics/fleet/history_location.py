@@ -82,17 +82,3 @@ def open_history_read_only(location: str | Path) -> HistoryStore:
     if not path.exists():
         raise UsageError(f"no history at {path}: run `forensics sweep` first, or pass --history")
     return History.open_read_only(path)
-
-
-def describe(location: str | Path) -> str:
-    """The location as reports may show it: a URL without its password.
-
-    >>> describe("postgresql://f:pw@db:5432/fleet?sslmode=require")
-    'postgresql://f@db:5432/fleet'
-    """
-    if not is_postgres(location):
-        return str(location)
-    parts = urlsplit(str(location))
-    user = f"{parts.username}@" if parts.username else ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{user}{parts.hostname or ''}{port}{parts.path}"

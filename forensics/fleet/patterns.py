@@ -17,23 +17,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from forensics.fleet.report import FleetPattern, HostRun, SharedFact
 from forensics.judge.host_report import HostReport
 from forensics.probes.gpu import GpuFacts
 from forensics.probes.system import SystemFacts
-
-if TYPE_CHECKING:
-    from forensics.fleet.report import HostRun
 
 MIN_HOSTS = 2
 MAX_FACTS_PER_PATTERN = 3
 _DETAIL_KEYS = ("code",)
 """Subject keys that split one finding id into kinds worth grouping apart (an Xid's code)."""
 
-FactReader = Callable[["HostRun"], set[str] | None]
+FactReader = Callable[[HostRun], set[str] | None]
 """The values of one fact on one host; None when the fact was not read there."""
 
 
@@ -88,29 +83,6 @@ FACTS: dict[str, tuple[FactReader, str]] = {
     "tag": (_tags, "are tagged {}"),
 }
 """Each fact: how to read it from a host's run, and how to say a host has a value."""
-
-
-class SharedFact(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    fact: str = Field(description="driver, gpu_model, kernel, os, container or tag.")
-    value: str
-    with_finding: int = Field(description="Hosts with the finding that have the value.")
-    read_with_finding: int = Field(description="Hosts with the finding where it was read.")
-    others: int = Field(description="Hosts without the finding that have the value.")
-    read_others: int = Field(description="Hosts without the finding where it was read.")
-    others_total: int = Field(description="Collected hosts without the finding.")
-    text: str
-
-
-class FleetPattern(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    finding: str = Field(description="The finding id, with its code when it has one.")
-    hosts: list[str] = Field(description="The hosts with the finding, by name.")
-    collected: int = Field(description="Collected hosts, with the finding or not.")
-    shared: list[SharedFact] = Field(default_factory=list)
-    text: str = Field(description="One line, e.g. 'gpu.xid 79 on 12 of 64 hosts; all 12 ...'.")
 
 
 def finding_keys(report: HostReport) -> set[str]:

@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from forensics.core.models import CollectStatus, Severity
 from forensics.core.redaction import redact
 from forensics.fleet.fingerprint import Changes
-from forensics.fleet.patterns import FleetPattern
 from forensics.judge.host_report import HostReport
 
 SCHEMA_VERSION = 1
@@ -94,6 +93,29 @@ class FindingCount(BaseModel):
     severity: Severity = Field(description="The worst severity seen for this id.")
     hosts: int = Field(description="How many hosts have it.")
     total: int = Field(description="How many findings with this id, all hosts together.")
+
+
+class SharedFact(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fact: str = Field(description="driver, gpu_model, kernel, os, container or tag.")
+    value: str
+    with_finding: int = Field(description="Hosts with the finding that have the value.")
+    read_with_finding: int = Field(description="Hosts with the finding where it was read.")
+    others: int = Field(description="Hosts without the finding that have the value.")
+    read_others: int = Field(description="Hosts without the finding where it was read.")
+    others_total: int = Field(description="Collected hosts without the finding.")
+    text: str
+
+
+class FleetPattern(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    finding: str = Field(description="The finding id, with its code when it has one.")
+    hosts: list[str] = Field(description="The hosts with the finding, by name.")
+    collected: int = Field(description="Collected hosts, with the finding or not.")
+    shared: list[SharedFact] = Field(default_factory=list)
+    text: str = Field(description="One line, e.g. 'gpu.xid 79 on 12 of 64 hosts; all 12 ...'.")
 
 
 class FleetReport(BaseModel):

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -31,7 +32,6 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from forensics.core.errors import UsageError
 from forensics.core.models import Severity
 from forensics.fleet.fingerprint import TrackedFinding
-from forensics.fleet.history_location import describe
 from forensics.fleet.lock import SweepLocked
 from forensics.fleet.report import HostRun, HostStatus
 from forensics.fleet.store import _LATEST_RUNS, PreviousRun, RunRow, Warn, run_row
@@ -369,3 +369,15 @@ def _too_new(where: str, version: int) -> str:
 
 def _one_line(error: Exception) -> str:
     return " ".join(str(error).split()) or type(error).__name__
+
+
+def describe(location: str) -> str:
+    """The location as reports may show it: a URL without its password.
+
+    >>> describe("postgresql://f:pw@db:5432/fleet?sslmode=require")
+    'postgresql://f@db:5432/fleet'
+    """
+    parts = urlsplit(str(location))
+    user = f"{parts.username}@" if parts.username else ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{user}{parts.hostname or ''}{port}{parts.path}"
