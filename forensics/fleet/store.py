@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS runs (
     findings INTEGER NOT NULL, new INTEGER, resolved INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_by_host ON runs (host, started);
+CREATE UNIQUE INDEX IF NOT EXISTS runs_once_per_sweep ON runs (sweep_id, host);
 CREATE TABLE IF NOT EXISTS findings (
     run_id INTEGER NOT NULL REFERENCES runs (id), fingerprint TEXT NOT NULL,
     finding_id TEXT NOT NULL, severity TEXT NOT NULL, title TEXT NOT NULL,
@@ -306,7 +307,7 @@ class History:
             if db is None:
                 return
             cursor = db.execute(
-                "INSERT INTO runs (sweep_id, host, status, reason, started, finished, bundle, "
+                "INSERT OR IGNORE INTO runs (sweep_id, host, status, reason, started, finished, bundle, "
                 "worst, findings, new, resolved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sweep_id,
@@ -322,6 +323,8 @@ class History:
                     len(changes.resolved) if changes is not None else None,
                 ),
             )
+            if cursor.rowcount == 0:
+                return  # this sweep recorded the host already: never twice
             db.executemany(
                 "INSERT INTO findings (run_id, fingerprint, finding_id, severity, title, subject, "
                 "sections) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -322,6 +322,9 @@ def _lock_holder(connection: psycopg.Connection[Any], key: int) -> str:
 
 
 def _pool(url: str) -> ConnectionPool:
+    """A pool once one connection has worked: a wrong password or host fails at once with
+    libpq's own words, instead of the pool retrying until its timeout."""
+    psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S).close()
     pool: ConnectionPool = ConnectionPool(
         url,
         min_size=1,
