@@ -93,9 +93,7 @@ class PostgresServer:
         import psycopg
 
         name = f"t_{secrets.token_hex(6)}"
-        with psycopg.connect(
-            self.url(), password=self.password, autocommit=True
-        ) as connection:
+        with psycopg.connect(self.url(), password=self.password, autocommit=True) as connection:
             connection.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 

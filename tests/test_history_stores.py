@@ -225,8 +225,7 @@ def test_an_unreachable_postgres_turns_history_off_with_one_warning(
 def test_a_password_in_the_inventory_url_is_refused(tmp_path: Path) -> None:
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(
-        "history: postgresql://forensics:hunter2@db/fleet\n"
-        "hosts:\n  - {name: a, host: 127.0.0.1}\n"
+        "history: postgresql://forensics:hunter2@db/fleet\nhosts:\n  - {name: a, host: 127.0.0.1}\n"
     )
     result = run_cli("sweep", "--inventory", str(inventory), "--out", str(tmp_path / "out"))
     assert result.exit_code == 2

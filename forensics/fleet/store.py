@@ -307,8 +307,8 @@ class History:
             if db is None:
                 return
             cursor = db.execute(
-                "INSERT OR IGNORE INTO runs (sweep_id, host, status, reason, started, finished, bundle, "
-                "worst, findings, new, resolved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO runs (sweep_id, host, status, reason, started, finished, "
+                "bundle, worst, findings, new, resolved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sweep_id,
                     host.name,
