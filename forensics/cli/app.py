@@ -5,26 +5,23 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from forensics import __version__
-from forensics.cli import explain, lint_script
+from forensics.cli import explain, guard, lint_script
 from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.fleet_report import fleet_report_command
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
-from forensics.cli.messages import say
 from forensics.cli.sweep import sweep_command
 from forensics.collect import collect
-from forensics.core.errors import ForensicsError, Interrupted, UsageError
+from forensics.core.errors import UsageError
 from forensics.core.exit_status import ExitStatus
 from forensics.core.focus import focus_problem
 from forensics.core.log_options import log_options
@@ -292,46 +289,4 @@ app.add_typer(inventory_app, name="inventory")
 
 def main() -> None:
     """Entry point: run the app, turning every known failure into one line and a status."""
-    # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
-    signal.signal(signal.SIGINT, _interrupt)
-    try:
-        status = app(standalone_mode=False)
-    except _CLICK_USAGE_ERROR as error:  # click's own text would echo the bad value raw
-        context = getattr(error, "ctx", None)
-        command = context.command_path if context is not None else "forensics"
-        _fail(f"{error.format_message()} (see {command} --help)", ExitStatus.usage)
-    except _CLICK_EXCEPTION as error:
-        _fail(error.format_message(), error.exit_code)
-    except typer.Abort:
-        _fail("aborted", ExitStatus.usage)
-    except ForensicsError as error:
-        _fail(error.message, error.exit_code)
-    except KeyboardInterrupt:
-        _fail("interrupted (SIGINT)", ExitStatus.interrupted)
-    except Exception as error:
-        if os.environ.get("FORENSICS_DEBUG"):
-            raise
-        _fail(
-            f"internal error: {type(error).__name__}: {error} (set FORENSICS_DEBUG=1 for a "
-            "traceback, and report it)",
-            ExitStatus.internal_error,
-        )
-    sys.exit(status if isinstance(status, int) else ExitStatus.ok)
-
-
-def _click_class(name: str) -> Any:
-    """click's exception classes, from typer's own click or the click package alike."""
-    return next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == name)
-
-
-_CLICK_USAGE_ERROR = _click_class("UsageError")
-_CLICK_EXCEPTION = _click_class("ClickException")
-
-
-def _interrupt(number: int, frame: FrameType | None) -> None:
-    raise Interrupted("interrupted (SIGINT) before anything was kept")
-
-
-def _fail(message: str, status: int) -> None:
-    say(message)
-    sys.exit(status)
+    guard.run(app)

@@ -98,11 +98,11 @@ def _lint_file(
     return result, checked
 
 
-def run(arguments: list[str]) -> None:
-    """``forensics lint-script ARGS`` without the rest of the application."""
+def application() -> typer.Typer:
+    """``forensics lint-script`` as an app of its own, started without the rest of the CLI."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     app.command()(lint_script_command)
-    app(args=arguments, prog_name="forensics lint-script")
+    return app
 
 
 def _beside(directory: Path) -> Callable[[str], str | None]:
