@@ -21,7 +21,7 @@ from forensics.core.errors import UsageError
 from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import Severity
-from forensics.fleet.history_location import history_location, open_history
+from forensics.fleet.history_location import history_location, is_postgres, open_history
 from forensics.fleet.inventory import load_inventory
 from forensics.fleet.lock import SweepLock
 from forensics.fleet.metrics import DEFAULT_ADDRESS, SweepMetrics, serve, write_textfile
@@ -189,29 +189,24 @@ def sweep_command(
     metrics = SweepMetrics(str(chosen) if chosen else None)
     if metrics_port is not None:
         _serve_metrics(metrics, metrics_port, metrics_address)
-    store = open_history(location, warn)
-    try:
-        with _sweep_lock(store, chosen, lock or out / _lock_name(chosen)):
-            sweep = Sweep(
-                hosts=hosts,
-                inventory=str(inventory),
-                out=out,
-                history=store,
-                concurrency=concurrency,
-                grace_s=grace_s,
-            )
-            once = _Once(sweep, format, metrics, metrics_file)
-            if every_s is None:
-                report = once(StopRequest(), interruptible=True)
-            else:
-                last = run_every(
-                    lambda stop: once(stop, interruptible=False), every_s, jitter_s, say
-                )
-                if last is None or last.interrupted_by is None:
-                    raise typer.Exit(ExitStatus.ok)
-                report = last
-    finally:
-        store.close()
+    with contextlib.ExitStack() as held:
+        store = _locked_history(held, location, chosen, lock or out / _lock_name(chosen))
+        sweep = Sweep(
+            hosts=hosts,
+            inventory=str(inventory),
+            out=out,
+            history=store,
+            concurrency=concurrency,
+            grace_s=grace_s,
+        )
+        once = _Once(sweep, format, metrics, metrics_file)
+        if every_s is None:
+            report = once(StopRequest(), interruptible=True)
+        else:
+            last = run_every(lambda stop: once(stop, interruptible=False), every_s, jitter_s, say)
+            if last is None or last.interrupted_by is None:
+                raise typer.Exit(ExitStatus.ok)
+            report = last
     status = exit_status(report, threshold, allow_unreachable)
     if abandoned_threads():
         # Hosts given up on still run in daemon threads; letting the interpreter finalize
@@ -227,14 +222,24 @@ def _lock_name(shard: Shard | None) -> str:
     return "sweep.lock" if shard is None else f"sweep-{shard.index}-of-{shard.count}.lock"
 
 
-def _sweep_lock(
-    store: HistoryStore, shard: Shard | None, path: Path
-) -> contextlib.AbstractContextManager[object]:
-    """A PostgreSQL history's advisory lock for the shard (all hosts: 0/1) when the database
-    is there; the lock file otherwise."""
+def _locked_history(
+    held: contextlib.ExitStack, location: str | Path, shard: Shard | None, lock_file: Path
+) -> HistoryStore:
+    """The history, opened under the lock that keeps collectors of one shard apart: the
+    database's advisory lock for a PostgreSQL history (all hosts: shard 0/1), else the lock
+    file, taken before the SQLite file is opened (and perhaps rebuilt)."""
+    if not is_postgres(location):
+        held.enter_context(SweepLock(lock_file))
+        store: HistoryStore = open_history(location, warn)
+        held.callback(store.close)
+        return store
+    store = open_history(location, warn)
+    held.callback(store.close)
     if isinstance(store, PostgresHistory) and store.available:
-        return store.shard_lock(str(shard or Shard(0, 1)))
-    return SweepLock(path)
+        held.enter_context(store.shard_lock(str(shard or Shard(0, 1))))
+    else:
+        held.enter_context(SweepLock(lock_file))
+    return store
 
 
 def _serve_metrics(metrics: SweepMetrics, port: int, address: str) -> None:
