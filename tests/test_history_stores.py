@@ -19,7 +19,7 @@ from forensics.core.models import Severity
 from forensics.fleet.fingerprint import TrackedFinding, compare
 from forensics.fleet.history_location import open_history, open_history_read_only
 from forensics.fleet.report import HostRun, HostStatus
-from forensics.fleet.store import HistoryStore
+from forensics.fleet.store import HistoryStore, TicketRow
 from forensics.fleet.store_postgres import SCHEMA_VERSION, migrate, schema_version
 from tests.conftest import run_cli
 from tests.postgres import PostgresServer
@@ -120,6 +120,27 @@ def test_history_lists_the_same_rows_from_both_stores(store: HistoryStore, locat
         assert [r.host for r in reader.runs()] == ["gpu-a"]
     finally:
         reader.close()
+
+
+def test_tickets_are_kept_by_fingerprint_and_destination_on_both_stores(
+    store: HistoryStore,
+) -> None:
+    opened = TicketRow(
+        fingerprint="a1",
+        destination="github:https://api.github.com/acme/infra",
+        host="gpu-a",
+        finding_id="gpu.xid",
+        issue="#17",
+        url="https://github.com/acme/infra/issues/17",
+        opened=T0,
+    )
+    assert store.ticket("a1", opened.destination) is None
+    store.record_ticket(opened)
+    assert store.ticket("a1", opened.destination) == opened
+    assert store.ticket("a1", "gitlab:elsewhere") is None
+    closed = TicketRow(**{**opened.__dict__, "resolved": T0 + timedelta(hours=1)})
+    store.record_ticket(closed)
+    assert store.ticket("a1", opened.destination) == closed
 
 
 WRITER = """

@@ -13,7 +13,10 @@ import typer
 
 from forensics import __version__
 from forensics.cli import explain, guard, lint_script
+from forensics.cli import pack as pack_command
 from forensics.cli import report as report_command
+from forensics.cli import ticket as ticket_command
+from forensics.cli import verify as verify_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.fleet_report import fleet_report_command
@@ -266,6 +269,9 @@ app.command("watch")(memory_watch.watch_command)
 app.command("wait")(memory_watch.wait_command)
 app.command("lint-script")(lint_script.lint_script_command)
 app.command("explain")(explain.explain_command)
+app.command("pack")(pack_command.pack_command)
+app.command("verify")(verify_command.verify_command)
+app.command("ticket")(ticket_command.ticket_command)
 
 
 @app.command("schema")

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.messages import say, warn
+from forensics.cli.ticket import settings_from_options
 from forensics.collect import room_needed
 from forensics.core.duration_input import parse_duration
 from forensics.core.errors import UsageError
@@ -42,6 +43,7 @@ from forensics.fleet.sweep import (
 from forensics.remote import bundle
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
+from forensics.tickets.sweep import SweepTickets
 
 
 def _duration(option: str, value: str, positive: bool = True) -> float:
@@ -146,6 +148,23 @@ def sweep_command(
     metrics_address: Annotated[
         str, typer.Option(help="Address --metrics-port listens on.")
     ] = DEFAULT_ADDRESS,
+    ticket_on: Annotated[
+        str | None,
+        typer.Option(
+            help="Open a ticket per host and new finding at least this severe (warning, "
+            "critical) at --github, --gitlab or --jira; default: the inventory's `tickets:`."
+        ),
+    ] = None,
+    github: Annotated[str | None, typer.Option(help="Tickets: OWNER/REPO.")] = None,
+    gitlab: Annotated[str | None, typer.Option(help="Tickets: GitLab project.")] = None,
+    jira: Annotated[str | None, typer.Option(help="Tickets: Jira URL.")] = None,
+    jira_project: Annotated[str | None, typer.Option(help="Tickets: Jira project key.")] = None,
+    jira_api: Annotated[str | None, typer.Option(help="Tickets: Jira REST API 2 or 3.")] = None,
+    api_url: Annotated[str | None, typer.Option(help="Tickets: GitHub/GitLab API URL.")] = None,
+    label: Annotated[list[str] | None, typer.Option(help="Tickets: label (repeatable).")] = None,
+    ticket_dry_run: Annotated[
+        bool, typer.Option(help="Print the ticket requests instead of sending them.")
+    ] = False,
 ) -> None:
     """Collect every host of the inventory concurrently; print what the fleet shows and what
     changed since each host's previous run.
@@ -164,6 +183,8 @@ def sweep_command(
 
       forensics sweep --shard 2/8 --history postgresql://forensics@db/fleet --metrics-file \
 /var/lib/node_exporter/textfile/forensics.prom
+
+      forensics sweep --ticket-on critical --github acme/infra   # GITHUB_TOKEN; docs/TICKETS.md
     """
     threshold = parse_fail_on(fail_on)
     if concurrency < 1:
@@ -185,6 +206,20 @@ def sweep_command(
         for host in loaded.select(group or (), limit or ())
         if chosen is None or chosen.holds(host.name)
     ]
+    ticket_settings = (
+        settings_from_options(
+            on=ticket_on,
+            github=github,
+            gitlab=gitlab,
+            jira=jira,
+            jira_project=jira_project,
+            jira_api=jira_api,
+            api_url=api_url,
+            labels=tuple(label or ()),
+        )
+        if ticket_on or github or gitlab or jira
+        else None
+    )
     bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
     metrics = SweepMetrics(str(chosen) if chosen else None)
     if metrics_port is not None:
@@ -199,7 +234,10 @@ def sweep_command(
             concurrency=concurrency,
             grace_s=grace_s,
         )
-        once = _Once(sweep, format, metrics, metrics_file)
+        tickets = SweepTickets(
+            store, {h.name: h for h in hosts}, say, ticket_settings, ticket_dry_run
+        )
+        once = _Once(sweep, format, metrics, metrics_file, tickets)
         if every_s is None:
             report = once(StopRequest(), interruptible=True)
         else:
@@ -259,6 +297,7 @@ class _Once:
     format: Format
     metrics: SweepMetrics
     metrics_file: Path | None
+    tickets: SweepTickets
 
     def __call__(self, stop: StopRequest, interruptible: bool) -> FleetReport:
         self.metrics.sweep_started()
@@ -266,6 +305,7 @@ class _Once:
         self.metrics.update(report)
         if self.metrics_file is not None:
             write_textfile(self.metrics_file, self.metrics)
+        self.tickets.after(report)
         return report
 
 

@@ -25,7 +25,7 @@ import typer
 
 from forensics.cli.messages import say
 from forensics.core.errors import CollectionError, Interrupted, UsageError
-from forensics.core.escaping import inert_json
+from forensics.core.escaping import inert, inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import Target
 from forensics.core.quantities import gib, parse_duration, seconds_text
@@ -442,7 +442,8 @@ def _rate(value: float | None) -> str:
 
 
 def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
+    """A line on stdout; cgroup paths and names come from the host, so it is made inert."""
+    sys.stdout.write(inert(text) + "\n")
     sys.stdout.flush()
 
 

@@ -31,6 +31,7 @@ from forensics.core.focus import focus_problem
 from forensics.core.log_options import log_path_problem
 from forensics.core.models import CollectOptions, MemoryThresholds, Target
 from forensics.core.thresholds import ThresholdProblem, memory_thresholds
+from forensics.core.ticket_settings import TicketSettings
 from forensics.fleet.located_yaml import (
     LocatedYaml,
     YamlProblem,
@@ -121,6 +122,9 @@ class Settings(_Strict):
         default=None, description="Memory finding thresholds by name, as collect --threshold."
     )
     sudo: bool | None = Field(default=None, description="Run the script through sudo -n.")
+    tickets: TicketSettings | None = Field(
+        default=None, description="Open tickets for this host's findings (docs/TICKETS.md)."
+    )
 
 
 class HostEntry(Settings):
@@ -154,6 +158,7 @@ class ResolvedHost(BaseModel):
     target: Target
     timeout_s: float
     options: CollectOptions
+    tickets: TicketSettings | None = None
 
     @property
     def address(self) -> str:
@@ -272,7 +277,7 @@ def _words(detail: Any) -> str:
 _KNOWN_FIELDS = sorted(
     {
         name
-        for model in (InventoryFile, Group, HostEntry, LogSettings)
+        for model in (InventoryFile, Group, HostEntry, LogSettings, TicketSettings)
         for name in model.model_fields
     }
 )
@@ -406,6 +411,7 @@ class _Resolver:
             target=target,
             timeout_s=merged.get("timeout", DEFAULT_TIMEOUT_S),
             options=options,
+            tickets=merged.get("tickets"),
         )
 
     def _local_path(self, where: tuple[str | int, ...], value: str) -> str:

@@ -34,7 +34,7 @@ from forensics.core.models import Severity
 from forensics.fleet.fingerprint import TrackedFinding
 from forensics.fleet.lock import SweepLocked
 from forensics.fleet.report import HostRun, HostStatus
-from forensics.fleet.store import _LATEST_RUNS, PreviousRun, RunRow, Warn, run_row
+from forensics.fleet.store import _LATEST_RUNS, PreviousRun, RunRow, TicketRow, Warn, run_row
 
 CONNECT_TIMEOUT_S = 10
 POOL_SIZE = 4
@@ -64,6 +64,14 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE UNIQUE INDEX runs_once_per_sweep ON runs (sweep_id, host);
     CREATE INDEX runs_by_start ON runs (started);
+    """,
+    # 3: tickets opened for findings, by fingerprint and destination (forensics/tickets).
+    """
+    CREATE TABLE tickets (
+        fingerprint TEXT NOT NULL, destination TEXT NOT NULL, host TEXT NOT NULL,
+        finding_id TEXT NOT NULL, issue TEXT NOT NULL, url TEXT, opened TIMESTAMPTZ NOT NULL,
+        resolved TIMESTAMPTZ, PRIMARY KEY (fingerprint, destination)
+    );
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -261,6 +269,51 @@ class PostgresHistory:
             rows = db.execute(_LATEST_RUNS.format(p="%s"), (since,)).fetchall()
             return [run_row(row) for row in rows]
         return []
+
+    def ticket(self, fingerprint: str, destination: str) -> TicketRow | None:
+        """The ticket opened for this finding at this destination, if any."""
+        with self._transaction() as db:
+            if db is None:
+                return None
+            row = db.execute(
+                "SELECT fingerprint, destination, host, finding_id, issue, url, opened, resolved "
+                "FROM tickets WHERE fingerprint = %s AND destination = %s",
+                (fingerprint, destination),
+            ).fetchone()
+            if row is None:
+                return None
+            return TicketRow(
+                fingerprint=row[0],
+                destination=row[1],
+                host=row[2],
+                finding_id=row[3],
+                issue=row[4],
+                url=row[5],
+                opened=row[6],
+                resolved=row[7],
+            )
+        return None
+
+    def record_ticket(self, ticket: TicketRow) -> None:
+        with self._transaction() as db:
+            if db is not None:
+                db.execute(
+                    "INSERT INTO tickets (fingerprint, destination, host, finding_id, issue, url, "
+                    "opened, resolved) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (fingerprint, destination) DO UPDATE SET host = EXCLUDED.host, "
+                    "finding_id = EXCLUDED.finding_id, issue = EXCLUDED.issue, url = EXCLUDED.url, "
+                    "opened = EXCLUDED.opened, resolved = EXCLUDED.resolved",
+                    (
+                        ticket.fingerprint,
+                        ticket.destination,
+                        ticket.host,
+                        ticket.finding_id,
+                        ticket.issue,
+                        ticket.url,
+                        ticket.opened,
+                        ticket.resolved,
+                    ),
+                )
 
     @contextmanager
     def shard_lock(self, shard: str) -> Iterator[None]:
