@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from forensics.core.models import (
     CollectOptions,
     CollectStatus,
     Manifest,
+    SectionResult,
     SectionSpec,
     Target,
 )
@@ -28,11 +31,18 @@ from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.probes import by_name
 from forensics.remote import bundle
-from forensics.remote.host_script import Decoded, compose, decode
+from forensics.remote.host_script import Decoded, Script, compose, decode
 from forensics.remote.transport import INTERRUPTED, RunOutcome, run
 
 # How much of a line the host wrote is quoted in a one-line error.
 HOST_TEXT_SHOWN = 200
+# A section the client wrote says so where a host section names its shell.
+CLIENT_COMMAND = "(written by the client: forensics arm)"
+
+Runner = Callable[[Script, float], RunOutcome]
+"""Runs the script until a ``time.monotonic()`` deadline: by default ``transport.run``
+(a new connection, or /bin/sh locally); the flight recorder passes one that uses its open
+connection."""
 
 
 def collect(
@@ -41,15 +51,20 @@ def collect(
     out: Path,
     timeout_s: float,
     gate: bundle.CommitGate | None = None,
+    runner: Runner | None = None,
+    client_sections: Mapping[str, bytes] | None = None,
 ) -> HostReport:
     """Collect ``target`` within ``timeout_s`` seconds; raise ``CollectionError`` when
     nothing could be collected. Whatever came back is written to a bundle under ``out``
-    (unless ``gate`` was closed first: a sweep that stopped waiting)."""
+    (unless ``gate`` was closed first: a sweep that stopped waiting), with
+    ``client_sections`` (name -> bytes the client produced, e.g. the recorder's) beside the
+    host's, hashed in the manifest like them."""
     specs = _sections(options)
     script = compose(specs, focus=options.focus)
     bundle.check_out(out, room=bundle.room_needed(specs, script))
     started = datetime.now(UTC)
-    outcome = run(target, script, time.monotonic() + timeout_s)
+    deadline = time.monotonic() + timeout_s
+    outcome = runner(script, deadline) if runner else run(target, script, deadline)
     finished = datetime.now(UTC)
     decoded = decode(script, outcome.stream)
     status, reason = _status(decoded, outcome)
@@ -67,7 +82,8 @@ def collect(
         nonce=script.nonce,
         script_sha256=script.sha256,
         script=script.text,
-        sections=[decoded.outputs[spec.name].result for spec in specs],
+        sections=[decoded.outputs[spec.name].result for spec in specs]
+        + [_client_result(name, data) for name, data in (client_sections or {}).items()],
         transport_exit_status=outcome.exit_status,
         run_stdout=outcome.stdout.record(),
         run_stderr=outcome.stderr.record(),
@@ -85,6 +101,11 @@ def collect(
         )
         for name, output in decoded.outputs.items()
     }
+    from_host = len(raw)
+    for result in manifest.sections[len(specs) :]:
+        data = (client_sections or {})[result.name]
+        raw[result.name] = bundle.RawSection(stdout=data, stderr=b"")
+        captures[result.name] = Captured(result=result, text=data.decode("utf-8", "replace"))
     judged: list[HostReport] = []
 
     def report_at(path: Path) -> str:
@@ -94,16 +115,30 @@ def collect(
     path = bundle.write(out, manifest, raw, bytes(outcome.stderr.kept), report_at, gate)
     if outcome.ended_early == INTERRUPTED:
         raise Interrupted(
-            f"{target.name}: {INTERRUPTED}; {len(raw)} of {len(specs)} sections had come back, "
+            f"{target.name}: {INTERRUPTED}; {from_host} of {len(specs)} sections had come back, "
             f"kept in {path}"
         )
-    if not raw:
+    if not from_host:
         try:
             _raise_nothing_collected(target, outcome, decoded, path)
         except CollectionError as error:
             error.bundle = str(path)
             raise
     return judged[0]
+
+
+def _client_result(name: str, data: bytes) -> SectionResult:
+    return SectionResult(
+        name=name,
+        command=CLIENT_COMMAND,
+        exit_status=0,
+        duration_s=None,
+        bytes=len(data),
+        truncated=False,
+        timed_out=False,
+        finished=True,
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
 
 
 def room_needed(options: CollectOptions) -> int:

@@ -47,6 +47,7 @@ from forensics.core.probe import (
     RuleContext,
     open_section,
 )
+from forensics.core.redaction import redact
 from forensics.core.timeline_event import LOG_LAST_WRITE, TimelineEvent
 from forensics.remote.host_script import probe_shell, shell_quote
 
@@ -354,7 +355,26 @@ def parse(captures: Captures, options: CollectOptions) -> LogsFacts:
         reader.line(number, line)
     facts = reader.finish()
     facts.unavailable = reason
+    for log in facts.files:
+        _redact_as_blocks(log.tail)
+        _redact_as_blocks(log.errors)
     return facts
+
+
+def _redact_as_blocks(lines: list[LogLine]) -> None:
+    """Redact a run of log lines as the one text it is, so a secret spread over lines (a
+    private key's BEGIN, body and END) is seen whole; line for line, so numbers hold.
+
+    >>> key = ["-----BEGIN RSA PRIVATE KEY-----", "MIIEowIBAAKC", "-----END RSA PRIVATE KEY-----"]
+    >>> lines = [LogLine(raw_line=n, text=t) for n, t in enumerate(key)]
+    >>> _redact_as_blocks(lines); [line.text for line in lines][1]
+    '[REDACTED]'
+    """
+    redacted = redact("\n".join(line.text for line in lines)).split("\n")
+    if len(redacted) != len(lines):
+        return  # a rule changed the line count: leave it to the per-string redaction
+    for line, text in zip(lines, redacted, strict=True):
+        line.text = text
 
 
 def _epoch(text: str) -> datetime | None:

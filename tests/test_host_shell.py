@@ -14,6 +14,7 @@ from forensics.core.models import CollectOptions
 from forensics.probes import PROBES
 from forensics.remote.host_script import compose
 from forensics.shell.shellcheck import locate_shellcheck
+from forensics.watch.recorder_host import loop_script
 
 EVERYTHING = CollectOptions(
     focus="cuzk|lotus-worker",
@@ -55,6 +56,12 @@ def test_the_host_script_and_the_focus_function_are_shellcheck_clean() -> None:
     assert shellcheck((REMOTE_DIR / "focus.sh").read_text()) == []
 
 
+def test_the_flight_recorder_loop_is_shellcheck_clean() -> None:
+    assert shellcheck(loop_script("0123abcd", "cuzk")) == []
+    assert shellcheck(loop_script("0123abcd", None)) == []
+
+
 def test_every_probe_has_its_shell_beside_its_module() -> None:
-    names = {probe.name for probe in PROBES}
+    # A probe whose section the client writes (the flight recorder's) runs no shell.
+    names = {probe.name for probe in PROBES if not probe.client_sections}
     assert {path.stem for path in PROBE_DIR.glob("*.sh")} == names

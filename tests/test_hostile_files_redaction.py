@@ -134,7 +134,8 @@ def test_counts_name_each_kind() -> None:
 
 def test_a_pem_block_cut_before_its_end_is_redacted_to_the_end() -> None:
     text = "key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAABG5vbmU"
-    assert redact(text) == f"key:\n-----BEGIN OPENSSH PRIVATE KEY-----\n{REDACTED}\n"
+    expected = f"key:\n-----BEGIN OPENSSH PRIVATE KEY-----\n{REDACTED}\n{REDACTED}"
+    assert redact(text) == expected, "every line of the body, and no line more or less"
 
 
 def test_hostile_lengths_stay_linear() -> None:

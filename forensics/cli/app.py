@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from forensics import __version__
-from forensics.cli import explain, guard, lint_script
+from forensics.cli import arm, explain, guard, lint_script
 from forensics.cli import pack as pack_command
 from forensics.cli import report as report_command
 from forensics.cli import ticket as ticket_command
@@ -269,6 +269,7 @@ app.command("watch")(memory_watch.watch_command)
 app.command("wait")(memory_watch.wait_command)
 app.command("lint-script")(lint_script.lint_script_command)
 app.command("explain")(explain.explain_command)
+app.command("arm")(arm.arm_command)
 app.command("pack")(pack_command.pack_command)
 app.command("verify")(verify_command.verify_command)
 app.command("ticket")(ticket_command.ticket_command)

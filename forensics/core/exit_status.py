@@ -17,7 +17,7 @@ class ExitStatus(enum.IntEnum):
     """Collected (or the condition was met); nothing at or above ``--fail-on``."""
     findings = 1
     """Collected with a finding at or above ``--fail-on``; ``wait``: timed out; ``lint-script``:
-    a masked exit status found."""
+    a masked exit status found; ``arm``: the flight recorder fired (a bundle was written)."""
     usage = 2
     """Bad command line, target, inventory or file: nothing was attempted."""
     not_collected = 3

@@ -100,7 +100,9 @@ class Probe(Generic[FactsT]):
     findings its own facts support (``rules``, pure; or ``rules_module``'s ``rules``), the
     dated events they hold (``timeline``), and where it goes: ``run_order`` on the host
     (cheap and fast first, so a deadline late in the run loses the least) and
-    ``report_order`` in a host report (lower first). Ties go by name."""
+    ``report_order`` in a host report (lower first). Ties go by name. A probe whose
+    evidence the client produces (``forensics arm``'s recorder) runs nothing on the host:
+    its ``sections`` are empty and ``client_sections`` names what it reads."""
 
     name: str
     run_order: int
@@ -112,6 +114,13 @@ class Probe(Generic[FactsT]):
     rules_module: str | None = None
     examine: Callable[[FactsT], FactsT] = field(default=_as_parsed)
     timeline: Callable[[FactsT], list[TimelineEvent]] = field(default=_no_events)
+    client_sections: tuple[str, ...] = ()
+
+    def section_names(self, options: CollectOptions) -> list[str]:
+        """Every section this probe reads: those it runs on the host, then those the
+        client writes into the bundle itself (``client_sections``, e.g. the flight
+        recorder's); the host script never carries the latter."""
+        return [spec.name for spec in self.sections(options)] + list(self.client_sections)
 
     def events(self, facts: FactsT | None) -> list[TimelineEvent]:
         """The dated events in this probe's facts; none when it did not run."""

@@ -88,7 +88,13 @@ _MYSQL_PASSWORD = re.compile(r"(?<!\S)(?P<key>-p)(?P<value>[^\s'\"]+)")
 
 
 def _pem_body(match: re.Match[str]) -> str:
-    return f"{match['begin']}\n{REDACTED}\n{match['end'] or ''}"
+    # One [REDACTED] per line of the key's body: the lines after it keep their numbers,
+    # so evidence that cites them still points at the right line.
+    value = match["value"]
+    if "\n" not in value:
+        return f"{match['begin']}{REDACTED}{match['end'] or ''}"
+    body = "\n".join(REDACTED if line.strip() else line for line in value.split("\n"))
+    return f"{match['begin']}{body}{match['end'] or ''}"
 
 
 # Every rule needs one of these in the text; one pass over it spares most strings the rules.

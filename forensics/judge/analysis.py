@@ -82,9 +82,9 @@ def _unreadable(probe: Probe[Any], error: Exception, options: CollectOptions) ->
 
 def _probe_ran(probe: Probe[Any], manifest: Manifest, ran: set[str]) -> bool:
     wanted = manifest.options.probes
-    if wanted:
+    if wanted and not probe.client_sections:
         return probe.name in wanted
-    return any(spec.name in ran for spec in probe.sections(manifest.options))
+    return any(name in ran for name in probe.section_names(manifest.options))
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

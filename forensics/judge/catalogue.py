@@ -454,6 +454,44 @@ _ENTRIES = (
         raised_by="forensics.probes.processes_rules",
     ),
     FindingKind(
+        id="focus.exited",
+        severities=WARNING_OR_CRITICAL,
+        question="How did the process in question end, the moment it ended?",
+        meaning="forensics arm saw a focus process exit or turn into a zombie and collected "
+        "at once. Names the process, its pid and its exit status or the signal that ended it, "
+        "read from /proc/PID/stat while the zombie existed (or says the parent reaped it "
+        "first), whether its other threads still run (Zl: not finished dying), and how its "
+        "RSS moved before. Critical unless it exited with status 0.",
+        next_steps=(
+            "Read this bundle's oom.* and kernel.* findings for what ended it.",
+            "See the samples before it: forensics analyze BUNDLE --format json "
+            "(facts.recorder.samples).",
+        ),
+        raised_by="forensics.probes.recorder",
+    ),
+    FindingKind(
+        id="recorder.triggered",
+        severities=WARNING_OR_CRITICAL,
+        question="What made the flight recorder collect this bundle?",
+        meaning="forensics arm fired on an OOM kill (the host's or the focus cgroup's "
+        "counter went up), a focus thread stuck in state D past --stuck-after, memory "
+        "below --available, or a new focus pid (a restart). Critical for oom and stuck.",
+        next_steps=(
+            "Read the bundle's other findings: they were collected at that moment.",
+            "Compare with the samples before it (facts.recorder.samples).",
+        ),
+        raised_by="forensics.probes.recorder",
+    ),
+    FindingKind(
+        id="recorder.gap",
+        severities=WARNING,
+        question="Was the flight recorder watching the whole time?",
+        meaning="The recorder's SSH connection was lost and retried; no sample was taken in "
+        "the gap it names, so an event then was seen only after it.",
+        next_steps=("Check the network path and the host's sshd log for that window.",),
+        raised_by="forensics.probes.recorder",
+    ),
+    FindingKind(
         id="cgroup.memory_near_limit",
         severities=WARNING_OR_CRITICAL,
         question="How close is memory to its limit?",

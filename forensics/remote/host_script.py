@@ -105,34 +105,14 @@ def compose(
     join the collection's own processes, which never match ``--focus``.
     """
     nonce = nonce or secrets.token_hex(16)
-    client_boot, client_pids = client_identity()
     names = [s.name for s in sections]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate section names: {names}")
-    preamble = assignments(
-        {
-            "_fx_n": nonce,
-            "_fx_kill": TIMEOUT_KILL_GRACE_S,
-            "_fx_errlines": STDERR_LINES_KEPT,
-            "_fx_errbytes": STDERR_LINE_BYTES,
-            "_fx_focus_octal": host_octal(focus) if focus else "",
-            "_fx_focus_sh": shell_file("forensics.remote", "focus.sh") if focus else "",
-            "_fx_client_boot": client_boot,
-            "_fx_client_pids": " ".join(str(pid) for pid in client_pids),
-        }
-    )
     calls = [
         f"_fx_sec {s.name} {_seconds(s.timeout_s)} {s.max_bytes} {shell_quote(s.shell)}"
         for s in sections
     ]
-    # The sections and focus.sh travel as single-quoted text, expanded when they run.
-    text = (
-        "# shellcheck disable=SC2016\n"
-        + preamble
-        + shell_file("forensics.remote", "host_script.sh")
-        + "\n".join(calls)
-        + "\n"
-    )
+    text = prelude(nonce, focus) + "\n".join(calls) + "\n"
     return Script(text=text, nonce=nonce, sections=tuple(sections))
 
 
@@ -159,6 +139,31 @@ def client_identity() -> tuple[str, tuple[int, ...]]:
         fields = stat[stat.rindex(")") + 2 :].split()
         pid = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
     return boot, tuple(pids)
+
+
+def prelude(nonce: str, focus: str | None) -> str:
+    """The start of every script run on the host: the preamble of its inputs, then
+    ``host_script.sh`` (private directory, traps, ``focus.sh``, ``_fx_sec``); the host
+    script's sections follow it, and so does the flight recorder's loop."""
+    client_boot, client_pids = client_identity()
+    preamble = assignments(
+        {
+            "_fx_n": nonce,
+            "_fx_kill": TIMEOUT_KILL_GRACE_S,
+            "_fx_errlines": STDERR_LINES_KEPT,
+            "_fx_errbytes": STDERR_LINE_BYTES,
+            "_fx_focus_octal": host_octal(focus) if focus else "",
+            "_fx_focus_sh": shell_file("forensics.remote", "focus.sh") if focus else "",
+            "_fx_client_boot": client_boot,
+            "_fx_client_pids": " ".join(str(pid) for pid in client_pids),
+        }
+    )
+    # The sections and focus.sh travel as single-quoted text, expanded when they run.
+    return (
+        "# shellcheck disable=SC2016\n"
+        + preamble
+        + shell_file("forensics.remote", "host_script.sh")
+    )
 
 
 ShellValue = str | int | Sequence[str] | None

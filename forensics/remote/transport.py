@@ -572,15 +572,34 @@ def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
     command = remote_command(script, target.sudo)
     connection, host_key = connect(target)
     try:
-        transport = connection.transport
-        assert transport is not None
-        outcome = _exec(transport, command, script, deadline)
-        outcome.host_key = host_key
-        outcome.user = connection.user
-        outcome.port = connection.port
-        return outcome
+        return run_on(connection, host_key, script, deadline, target.sudo, command)
     finally:
         connection.close()
+
+
+def run_on(
+    connection: Connection,
+    host_key: HostKeySeen | None,
+    script: Script,
+    deadline: float,
+    sudo: bool = False,
+    command: str | None = None,
+) -> RunOutcome:
+    """Run ``script`` in a new exec channel of an already open ``connection`` (the flight
+    recorder's: the collection it triggers needs no second handshake)."""
+    transport = connection.transport
+    if transport is None or not transport.is_active():
+        return RunOutcome(
+            stdout=Received(cap=script.max_output_bytes),
+            stderr=Received(cap=RUN_STDERR_KEPT),
+            exit_status=None,
+            ended_early="the SSH connection dropped",
+        )
+    outcome = _exec(transport, command or remote_command(script, sudo), script, deadline)
+    outcome.host_key = host_key
+    outcome.user = connection.user
+    outcome.port = connection.port
+    return outcome
 
 
 def _refusal(error: paramiko.ssh_exception.NoValidConnectionsError) -> str:

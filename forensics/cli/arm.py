@@ -1,0 +1,306 @@
+"""``forensics arm``: the flight recorder. Wait on the host, cheaply, and collect the
+instant the focus process dies, with the minutes before it (``forensics/watch/recorder.py``).
+
+One host (TARGET, as ``collect`` takes it) or many (``--inventory``: one connection and one
+thread each, a live status line per host on a terminal, each bundle written as it fires).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from forensics.cli.messages import say
+from forensics.cli.watch import (
+    AcceptNewOption,
+    ConnectTimeoutOption,
+    IdentityOption,
+    KnownHostsOption,
+    PortOption,
+    SshConfigOption,
+    TargetArgument,
+    UserOption,
+)
+from forensics.core.errors import ForensicsError, Interrupted, UsageError
+from forensics.core.escaping import one_line
+from forensics.core.exit_status import ExitStatus
+from forensics.core.focus import focus_problem
+from forensics.core.models import CollectOptions, Target
+from forensics.core.quantities import parse_duration, seconds_text
+from forensics.core.targets import parse_target
+from forensics.fleet.inventory import load_inventory
+from forensics.probes import PROBES
+from forensics.probes.recorder import EVENT_KINDS
+from forensics.remote import bundle
+from forensics.reports import Format, render_host
+from forensics.watch.condition import parse_condition
+from forensics.watch.recorder import ArmSettings, Fired, Recorder
+
+MIN_EVERY_S = 0.1
+
+
+def _probe_names() -> str:
+    return ", ".join(p.name for p in PROBES if not p.client_sections)
+
+
+class Terminated(Interrupted):
+    exit_code = ExitStatus.terminated
+
+
+def arm_command(
+    target: TargetArgument = "local",
+    focus: Annotated[
+        str | None,
+        typer.Option(help="Regex on process name or command line: the process to guard."),
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option("--for", help="Stay armed this long (default: until Ctrl-C or an event)."),
+    ] = None,
+    every: Annotated[str, typer.Option(help="Sample interval: 1s, 500ms.")] = "1s",
+    keep: Annotated[str, typer.Option(help="Samples kept for the bundle: the last 5m.")] = "5m",
+    on: Annotated[
+        list[str] | None,
+        typer.Option(help="Fire on (repeatable; default all): " + ", ".join(EVENT_KINDS) + "."),
+    ] = None,
+    stuck_after: Annotated[
+        str, typer.Option(help="`stuck`: a focus thread in state D this long.")
+    ] = "60s",
+    available: Annotated[
+        str | None,
+        typer.Option(help="`memory`: fire when MemAvailable meets this, e.g. '<10GiB'."),
+    ] = None,
+    keep_armed: Annotated[
+        bool, typer.Option("--keep-armed", help="After a bundle, re-arm until --for ends.")
+    ] = False,
+    out: Annotated[Path, typer.Option(help="Where bundles go: OUT/<target>/<UTC time>/.")] = Path(
+        "forensics-bundles"
+    ),
+    format: Annotated[
+        Format, typer.Option("--format", "-f", help="How each triggered report is printed.")
+    ] = Format.text,
+    inventory: Annotated[
+        Path | None, typer.Option(help="Arm every host of this inventory instead of TARGET.")
+    ] = None,
+    group: Annotated[list[str] | None, typer.Option(help="Only this inventory group.")] = None,
+    limit: Annotated[list[str] | None, typer.Option(help="Only hosts or tags matching.")] = None,
+    port: PortOption = None,
+    user: UserOption = None,
+    identity: IdentityOption = None,
+    ssh_config: SshConfigOption = None,
+    known_hosts: KnownHostsOption = None,
+    accept_new_host_key: AcceptNewOption = False,
+    connect_timeout: ConnectTimeoutOption = 10.0,
+    sudo: Annotated[
+        bool, typer.Option("--sudo", help="Sample and collect as root (sudo -n /bin/sh).")
+    ] = False,
+    timeout: Annotated[float, typer.Option(help="Deadline in seconds for a collection.")] = 120.0,
+    probe: Annotated[
+        list[str] | None,
+        typer.Option(help="Collect only this probe (repeatable): " + _probe_names() + "."),
+    ] = None,
+    snapshot_gap: Annotated[
+        float, typer.Option(help="Seconds between the collection's two process snapshots.")
+    ] = 2.0,
+) -> None:
+    """Arm the flight recorder: sample the focus process over one SSH connection and, the
+    moment it exits, turns zombie, is OOM-killed, gets stuck in D, memory runs low or it
+    restarts, collect a full bundle on the same connection, with the samples before it.
+
+    Examples:
+
+      forensics arm gpu-a --focus cuzk --for 24h
+
+      forensics arm root@ssh6.vast.ai:17008 --focus cuzk --on exit --on oom --keep 10m
+
+      forensics arm --inventory inventory.yaml --group provers --focus cuzk --keep-armed --for 7d
+
+    Exit status: 0 --for ended and nothing fired; 1 it fired (a bundle was written); 2 usage
+    error; 3 could not connect at the start; 130/143 stopped by SIGINT/SIGTERM.
+    """
+    every_s = parse_duration(every, "--every")
+    if every_s < MIN_EVERY_S:
+        raise UsageError(f"--every must be at least {MIN_EVERY_S:g}s")
+    for_s = parse_duration(duration, "--for") if duration is not None else None
+    kinds = frozenset(on or EVENT_KINDS)
+    unknown = sorted(kinds - set(EVENT_KINDS))
+    if unknown:
+        raise UsageError(f"--on {unknown[0]!r}: choose from {', '.join(EVENT_KINDS)}")
+    if focus is not None and (problem := focus_problem(focus)) is not None:
+        raise UsageError(f"--focus: {problem}")
+    if timeout <= 0 or not 0 <= snapshot_gap <= 60:
+        raise UsageError("--timeout must be positive and --snapshot-gap within 0-60 s")
+    known = {p.name for p in PROBES}
+    if bad := [name for name in probe or () if name not in known]:
+        raise UsageError(f"unknown probe {bad[0]!r}")
+    armed = ArmSettings(
+        options=CollectOptions(),
+        out=out,
+        every_s=every_s,
+        keep_s=parse_duration(keep, "--keep"),
+        for_s=for_s,
+        kinds=kinds,
+        stuck_after_s=parse_duration(stuck_after, "--stuck-after"),
+        available=parse_condition("available", available) if available else None,
+        keep_armed=keep_armed,
+        timeout_s=timeout,
+    )
+    if inventory is not None:
+        hosts = [
+            (host.target, host.options)
+            for host in load_inventory(inventory).select(group or (), limit or ())
+        ]
+    else:
+        parsed = parse_target(
+            target,
+            user=user,
+            port=port,
+            identity=str(identity) if identity else None,
+            ssh_config=str(ssh_config) if ssh_config else None,
+            known_hosts=str(known_hosts) if known_hosts else None,
+            accept_new_host_key=accept_new_host_key,
+            connect_timeout=connect_timeout,
+            sudo=sudo,
+        )
+        hosts = [(parsed, CollectOptions())]
+    wanted = {"focus": focus, "probes": tuple(probe or ()), "snapshot_gap_s": snapshot_gap}
+    settings = [(host, _for_host(armed, options, wanted)) for host, options in hosts]
+    for host, chosen in settings:
+        if chosen.options.focus is None and kinds & {"exit", "zombie", "stuck", "new-focus"}:
+            raise UsageError(
+                f"{host.name}: --focus is needed to watch a process (or --on oom / memory only)"
+            )
+    bundle.check_out(out, room=16 << 20)
+    with _signals():
+        fired = _arm_one(*settings[0], format) if inventory is None else _arm_many(settings, format)
+    raise typer.Exit(ExitStatus.findings if fired else ExitStatus.ok)
+
+
+def _for_host(armed: ArmSettings, options: CollectOptions, wanted: dict[str, Any]) -> ArmSettings:
+    """The recorder's settings for one host: its own collection options (the inventory's),
+    with the command line's --focus and --probe where given, and its --snapshot-gap."""
+    chosen = options.model_copy(
+        update={
+            "focus": wanted["focus"] or options.focus,
+            "probes": wanted["probes"] or options.probes,
+            "snapshot_gap_s": wanted["snapshot_gap_s"],
+        }
+    )
+    return dataclasses.replace(armed, options=chosen)
+
+
+def _arm_one(target: Target, settings: ArmSettings, format: Format) -> bool:
+    def fired(event: Fired) -> None:
+        _announce(target, event)
+        sys.stdout.write(render_host(event.report, format).rstrip("\n") + "\n")
+        sys.stdout.flush()
+
+    say(f"{target.name}: arming ({_describe(settings)})")
+    recorder = Recorder(target, settings, say, on_fired=fired, on_status=lambda text: None)
+    outcome = recorder.run()
+    if not outcome.fired:
+        say(f"{target.name}: --for ended; nothing fired")
+    return bool(outcome.fired)
+
+
+def _announce(target: Target, event: Fired) -> None:
+    what = "; ".join(one_line(f"{e.kind}: {e.detail}", 160) for e in event.events)
+    say(f"{target.name}: fired ({what}); bundle in {event.latency_s:.2f}s: {event.report.bundle}")
+
+
+def _describe(settings: ArmSettings) -> str:
+    focus = settings.options.focus
+    until = f"for {seconds_text(settings.for_s)}" if settings.for_s else "until Ctrl-C"
+    return (
+        f"focus {focus!r}, every {seconds_text(settings.every_s)}, on "
+        f"{', '.join(sorted(settings.kinds))}, {until}"
+    )
+
+
+def _arm_many(hosts: list[tuple[Target, ArmSettings]], format: Format) -> bool:
+    status = {target.name: "connecting" for target, _ in hosts}
+    fired_any = threading.Event()
+    stop = threading.Event()
+    lock = threading.Lock()
+    console = Console(stderr=True)
+
+    def run(target: Target, settings: ArmSettings) -> None:
+        def set_status(text: str) -> None:
+            with lock:
+                status[target.name] = one_line(text, 120)
+
+        def fired(event: Fired) -> None:
+            fired_any.set()
+            set_status(f"fired; bundle {event.report.bundle}")
+            with lock:
+                _announce(target, event)
+                if format is Format.json:
+                    sys.stdout.write(render_host(event.report, format).rstrip("\n") + "\n")
+                sys.stdout.flush()
+
+        try:
+            Recorder(target, settings, say, fired, set_status, stop=stop).run()
+            set_status(status[target.name] if fired_any.is_set() else "--for ended; nothing fired")
+        except ForensicsError as error:
+            set_status(f"not armed: {error.message}")
+            say(f"{target.name}: {error.message}")
+
+    threads = [
+        threading.Thread(target=run, args=host, name=f"arm {host[0].name}", daemon=True)
+        for host in hosts
+    ]
+    for thread in threads:
+        thread.start()
+    live = Live(_table(status, lock), console=console, auto_refresh=False)
+    with live if console.is_terminal else contextlib.nullcontext():
+        try:
+            while any(thread.is_alive() for thread in threads):
+                for thread in threads:
+                    thread.join(0.5)
+                if console.is_terminal:
+                    live.update(_table(status, lock), refresh=True)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(5)
+    return fired_any.is_set()
+
+
+def _table(status: dict[str, str], lock: threading.Lock) -> Table:
+    table = Table(box=None, show_header=False)
+    with lock:
+        for name, text in status.items():
+            table.add_row(Text(one_line(name)), Text(text))  # Text: host text is no markup
+    return table
+
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    def terminate(number: int, frame: FrameType | None) -> None:
+        raise Terminated("terminated (SIGTERM); the recorder stopped, nothing left on the host")
+
+    def interrupt(number: int, frame: FrameType | None) -> None:
+        raise Interrupted("interrupted (SIGINT); the recorder stopped, nothing left on the host")
+
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, terminate),
+        signal.SIGINT: signal.signal(signal.SIGINT, interrupt),
+    }
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
