@@ -137,6 +137,10 @@ def render_fleet_terminal(summary: FleetSummary, width: int | None = None) -> st
                     f"{'s' if count.total != 1 else ''}"
                 )
             )
+    if fleet.patterns:
+        console.print(Text("fleet-wide patterns:"))
+        for pattern in fleet.patterns:
+            console.print(Text(f"  {inert(pattern.text)}"))
     _print_changes(console, summary)
     table = plain_table("standing", "host", "status", "time", "headline")
     for host in summary.hosts:

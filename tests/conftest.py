@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres import PostgresServer, start_postgres
 from tests.sshd import SshServer, sshd_available
 
 
@@ -63,3 +64,20 @@ def make_sshd(tmp_path: Path) -> Iterator[type[SshServer]]:
     yield factory  # type: ignore[misc]
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL cluster for the whole session (``tests/postgres.py``)."""
+    server = start_postgres()
+    if server is None:
+        pytest.skip("PostgreSQL server not installed (apt-get install postgresql)")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh database; the password reaches libpq through PGPASSWORD, as in production."""
+    monkeypatch.setenv("PGPASSWORD", postgres.password)
+    return postgres.new_database()

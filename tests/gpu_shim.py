@@ -38,9 +38,10 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """
 
 
-def shim_directory(root: Path, scenario: str) -> Path:
-    """A directory holding the shims for one sample scenario (``healthy``, ``lost``, ...)."""
-    sample = SAMPLES / scenario
+def shim_directory(root: Path, scenario: str, samples: Path = SAMPLES) -> Path:
+    """A directory holding the shims for one sample scenario (``healthy``, ``lost``, ...),
+    from ``samples`` (the repository's, or a test's own)."""
+    sample = samples / scenario
     shims = root / f"shims-{scenario}"
     shims.mkdir(parents=True, exist_ok=True)
     _executable(shims / "nvidia-smi", _NVIDIA_SMI.replace("@DIR@", _quote(str(sample))))

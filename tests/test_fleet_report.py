@@ -140,8 +140,10 @@ def test_fleet_markdown_lists_hosts_worst_first_with_working_anchors(
         ["process.zombie", "CRITICAL", "1", "1"],
         ["log.errors", "WARNING", "1", "1"],
     ]
-    assert markdown_headings(markdown, 2)[:3] == ["Hosts", "Findings by id", "What changed"]
-    assert len(markdown_headings(markdown, 2)) == 3 + 5
+    assert markdown_headings(markdown, 2)[:4] == [
+        "Hosts", "Findings by id", "What changed", "Fleet-wide patterns",
+    ]  # fmt: skip
+    assert len(markdown_headings(markdown, 2)) == 4 + 5
 
 
 def test_fleet_html_is_inert_and_every_host_link_lands_on_its_section(

@@ -171,8 +171,8 @@ def test_markdown_lists_every_host_with_its_status_and_what_changed() -> None:
     ]  # fmt: skip
     assert "3 new, 0 still present, 1 resolved" in markdown
     sections = markdown_headings(markdown, 2)
-    assert sections[:3] == ["Hosts", "Findings by id", "What changed"]
-    assert sections[3:] == [row[1] for row in hosts.rows]  # one section per host, same order
+    assert sections[:4] == ["Hosts", "Findings by id", "What changed", "Fleet-wide patterns"]
+    assert sections[4:] == [row[1] for row in hosts.rows]  # one section per host, same order
     anchors = [host.anchor for host in fleet_summary(_report()).hosts]
     assert markdown_html(markdown) == [
         piece for anchor in anchors for piece in (f'<a id="{anchor}">', "</a>")

@@ -19,6 +19,7 @@ from forensics.cli import ticket as ticket_command
 from forensics.cli import verify as verify_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.fail_on import parse_fail_on
+from forensics.cli.fleet_report import fleet_report_command
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
 from forensics.cli.sweep import sweep_command
@@ -306,6 +307,7 @@ def version_command() -> None:
 app.command("sweep")(sweep_command)
 app.command("history")(history_command)
 app.command("diff")(diff_command)
+app.command("fleet-report")(fleet_report_command)
 app.add_typer(inventory_app, name="inventory")
 
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from forensics.cli.messages import warn
-from forensics.core.errors import UsageError
 from forensics.core.escaping import inert, inert_json
 from forensics.core.levels import CollectStatus
 
@@ -30,7 +29,11 @@ def history_command(
         "forensics-bundles"
     ),
     history: Annotated[
-        Path | None, typer.Option(help="History database (default OUT/history.sqlite).")
+        str | None,
+        typer.Option(
+            help="History: a SQLite file or a postgresql:// URL (default: "
+            "$FORENSICS_HISTORY_URL, else OUT/history.sqlite)."
+        ),
     ] = None,
     limit: Annotated[int, typer.Option(help="How many runs, newest first.")] = 50,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
@@ -40,12 +43,10 @@ def history_command(
 
     Example: forensics history --host prover-a
     """
-    from forensics.fleet.store import History
+    from forensics.fleet.history_location import history_location, open_history_read_only
 
-    path = history or out / "history.sqlite"
-    if not path.exists():
-        raise UsageError(f"no history at {path}: run `forensics sweep` first, or pass --history")
-    store = History.open_read_only(path)
+    store = open_history_read_only(history_location(history, None, out))
+    path = store.location
     try:
         rows = store.runs(host, limit)
     finally:

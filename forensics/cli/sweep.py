@@ -6,23 +6,44 @@ import contextlib
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.messages import say, warn
+from forensics.cli.ticket import settings_from_options
+from forensics.collect import room_needed
 from forensics.core.duration_input import parse_duration
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
-from forensics.core.levels import Severity
-from forensics.core.report_format import Format
-
-if TYPE_CHECKING:
-    from forensics.fleet.report import FleetReport
-    from forensics.fleet.sweep import StopRequest, Sweep
-    from forensics.tickets.sweep import SweepTickets
+from forensics.core.models import Severity
+from forensics.fleet.history_location import history_location, is_postgres, open_history
+from forensics.fleet.inventory import load_inventory
+from forensics.fleet.lock import SweepLock
+from forensics.fleet.metrics import DEFAULT_ADDRESS, SweepMetrics, serve, write_textfile
+from forensics.fleet.progress import SweepProgress
+from forensics.fleet.report import FleetReport
+from forensics.fleet.schedule import run_every
+from forensics.fleet.shard import Shard
+from forensics.fleet.store import HistoryStore
+from forensics.fleet.store_postgres import PostgresHistory
+from forensics.fleet.sweep import (
+    FLEET_REPORT,
+    QuietObserver,
+    StopRequest,
+    Sweep,
+    abandoned_threads,
+    signal_handlers,
+)
+from forensics.remote import bundle
+from forensics.reports import Format, render_fleet
+from forensics.reports.fleet import fleet_summary
+from forensics.tickets.sweep import SweepTickets
 
 
 def _duration(option: str, value: str, positive: bool = True) -> float:
@@ -98,7 +119,11 @@ def sweep_command(
         ),
     ] = Format.text,
     history: Annotated[
-        Path | None, typer.Option(help="History database (default OUT/history.sqlite).")
+        str | None,
+        typer.Option(
+            help="History: a SQLite file or a postgresql:// URL (default: $FORENSICS_HISTORY_URL, "
+            "the inventory's history:, else OUT/history.sqlite)."
+        ),
     ] = None,
     fail_on: Annotated[
         str,
@@ -120,8 +145,28 @@ def sweep_command(
     ] = "0",
     lock: Annotated[
         Path | None,
-        typer.Option(help="Lock file that keeps sweeps apart (default OUT/sweep.lock)."),
+        typer.Option(
+            help="Lock file that keeps sweeps apart (default OUT/sweep.lock, OUT/sweep-K-of-N.lock "
+            "with --shard); with a PostgreSQL history a database lock is used instead."
+        ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="K/N: only the hosts whose name hashes to shard K of N (K from 0, as "
+            "$JOB_COMPLETION_INDEX)."
+        ),
+    ] = None,
+    metrics_file: Annotated[
+        Path | None,
+        typer.Option(help="Write Prometheus metrics here after each sweep (textfile format)."),
+    ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus metrics at /metrics on this port.")
+    ] = None,
+    metrics_address: Annotated[
+        str, typer.Option(help="Address --metrics-port listens on.")
+    ] = DEFAULT_ADDRESS,
     ticket_on: Annotated[
         str | None,
         typer.Option(
@@ -145,7 +190,7 @@ def sweep_command(
 
     Exit status: 0 all collected, nothing at or above --fail-on; 1 such a finding; 2 usage
     or inventory error; 3 more hosts than --allow-unreachable not collected; 4 another sweep
-    holds the lock; 130/143 stopped by SIGINT/SIGTERM.
+    holds the lock (the same shard's, with --shard); 130/143 stopped by SIGINT/SIGTERM.
 
     Examples:
 
@@ -155,20 +200,11 @@ def sweep_command(
 
       forensics sweep --every 15m --jitter 30s   # until SIGTERM
 
+      forensics sweep --shard 2/8 --history postgresql://forensics@db/fleet --metrics-file \
+/var/lib/node_exporter/textfile/forensics.prom
+
       forensics sweep --ticket-on critical --github acme/infra   # GITHUB_TOKEN; docs/TICKETS.md
     """
-    # The sweep's machinery (SSH, probes, reports) loads only when a sweep runs: --help stays
-    # instant (docs/ARCHITECTURE.md, "Start-up").
-    from forensics.cli.ticket import settings_from_options
-    from forensics.collect import room_needed
-    from forensics.fleet.inventory import load_inventory
-    from forensics.fleet.lock import SweepLock
-    from forensics.fleet.schedule import run_every
-    from forensics.fleet.store import History
-    from forensics.fleet.sweep import StopRequest, Sweep, abandoned_threads
-    from forensics.remote import bundle
-    from forensics.tickets.sweep import SweepTickets
-
     threshold = parse_fail_on(fail_on)
     if concurrency < 1:
         raise UsageError(f"--concurrency: must be at least 1, got {concurrency}")
@@ -179,10 +215,15 @@ def sweep_command(
     grace_s = _duration("--grace", grace, positive=False)
     every_s = _duration("--every", every) if every else None
     jitter_s = _duration("--jitter", jitter, positive=False)
+    chosen = Shard.parse(shard) if shard is not None else None
+    if metrics_port is not None and not 0 < metrics_port < 65536:
+        raise UsageError(f"--metrics-port: must be 1..65535, got {metrics_port}")
     loaded = load_inventory(inventory)
+    location = history_location(history, loaded.history, out)
     hosts = [
         host.with_deadlines(timeout_s, connect_timeout_s)
         for host in loaded.select(group or (), limit or ())
+        if chosen is None or chosen.holds(host.name)
     ]
     ticket_settings = (
         settings_from_options(
@@ -199,35 +240,30 @@ def sweep_command(
         else None
     )
     bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
-    with SweepLock(lock or out / "sweep.lock"):
-        store = History.open(history or out / "history.sqlite", warn)
+    metrics = SweepMetrics(str(chosen) if chosen else None)
+    if metrics_port is not None:
+        _serve_metrics(metrics, metrics_port, metrics_address)
+    with contextlib.ExitStack() as held:
+        store = _locked_history(held, location, chosen, lock or out / _lock_name(chosen))
+        sweep = Sweep(
+            hosts=hosts,
+            inventory=str(inventory),
+            out=out,
+            history=store,
+            concurrency=_fitting(concurrency),
+            grace_s=grace_s,
+        )
         tickets = SweepTickets(
             store, {h.name: h for h in hosts}, say, ticket_settings, ticket_dry_run
         )
-        try:
-            sweep = Sweep(
-                hosts=hosts,
-                inventory=str(inventory),
-                out=out,
-                history=store,
-                concurrency=_fitting(concurrency),
-                grace_s=grace_s,
-            )
-            if every_s is None:
-                report = _sweep_once(sweep, StopRequest(), format, interruptible=True)
-                tickets.after(report)
-            else:
-                last = run_every(
-                    lambda stop: _ticketed(tickets, _sweep_once(sweep, stop, format, False)),
-                    every_s,
-                    jitter_s,
-                    say,
-                )
-                if last is None or last.interrupted_by is None:
-                    raise typer.Exit(ExitStatus.ok)
-                report = last
-        finally:
-            store.close()
+        once = _Once(sweep, format, metrics, metrics_file, tickets)
+        if every_s is None:
+            report = once(StopRequest(), interruptible=True)
+        else:
+            last = run_every(lambda stop: once(stop, interruptible=False), every_s, jitter_s, say)
+            if last is None or last.interrupted_by is None:
+                raise typer.Exit(ExitStatus.ok)
+            report = last
     status = exit_status(report, threshold, allow_unreachable)
     if abandoned_threads():
         # Hosts given up on still run in daemon threads; letting the interpreter finalize
@@ -239,14 +275,62 @@ def sweep_command(
     raise typer.Exit(status)
 
 
+def _lock_name(shard: Shard | None) -> str:
+    return "sweep.lock" if shard is None else f"sweep-{shard.index}-of-{shard.count}.lock"
+
+
+def _locked_history(
+    held: contextlib.ExitStack, location: str | Path, shard: Shard | None, lock_file: Path
+) -> HistoryStore:
+    """The history, opened under the lock that keeps collectors of one shard apart: the
+    database's advisory lock for a PostgreSQL history (all hosts: shard 0/1), else the lock
+    file, taken before the SQLite file is opened (and perhaps rebuilt)."""
+    if not is_postgres(location):
+        held.enter_context(SweepLock(lock_file))
+        store: HistoryStore = open_history(location, warn)
+        held.callback(store.close)
+        return store
+    store = open_history(location, warn)
+    held.callback(store.close)
+    if isinstance(store, PostgresHistory) and store.available:
+        held.enter_context(store.shard_lock(str(shard or Shard(0, 1))))
+    else:
+        held.enter_context(SweepLock(lock_file))
+    return store
+
+
+def _serve_metrics(metrics: SweepMetrics, port: int, address: str) -> None:
+    try:
+        serve(metrics, port, address)
+    except OSError as error:
+        raise UsageError(
+            f"--metrics-port {port}: cannot listen on {address}:{port} ({error.strerror})"
+        ) from error
+
+
+@dataclass
+class _Once:
+    """One sweep: run it, print it, and publish its metrics."""
+
+    sweep: Sweep
+    format: Format
+    metrics: SweepMetrics
+    metrics_file: Path | None
+    tickets: SweepTickets
+
+    def __call__(self, stop: StopRequest, interruptible: bool) -> FleetReport:
+        self.metrics.sweep_started()
+        report = _sweep_once(self.sweep, stop, self.format, interruptible)
+        self.metrics.update(report)
+        if self.metrics_file is not None:
+            write_textfile(self.metrics_file, self.metrics)
+        self.tickets.after(report)
+        return report
+
+
 def _sweep_once(
     sweep: Sweep, stop: StopRequest, format: Format, interruptible: bool
 ) -> FleetReport:
-    from rich.console import Console
-
-    from forensics.fleet.progress import SweepProgress
-    from forensics.fleet.sweep import QuietObserver, signal_handlers
-
     display = SweepProgress(Console(stderr=True), len(sweep.hosts)) if sys.stderr.isatty() else None
     sweep.observer = display or QuietObserver()
     handlers = {signal.SIGINT: stop.request, signal.SIGTERM: stop.request}
@@ -262,17 +346,7 @@ def _sweep_once(
     return report
 
 
-def _ticketed(tickets: SweepTickets, report: FleetReport) -> FleetReport:
-    tickets.after(report)
-    return report
-
-
 def _emit(report: FleetReport, format: Format, compact: bool) -> None:
-    from forensics.core.escaping import inert_json
-    from forensics.fleet.sweep import FLEET_REPORT
-    from forensics.reports import render_fleet
-    from forensics.reports.fleet import fleet_summary
-
     if format is Format.json and compact:
         text = inert_json(report.model_dump_json())
     else:

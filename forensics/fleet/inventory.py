@@ -138,6 +138,9 @@ class Group(Settings):
 
 
 class InventoryFile(_Strict):
+    history: str | None = Field(
+        default=None, description="Where sweep history goes: a SQLite path or postgresql:// URL."
+    )
     defaults: Settings = Field(default_factory=Settings)
     groups: dict[str, Group] = Field(default_factory=dict)
     hosts: list[HostEntry] = Field(default_factory=list)
@@ -179,6 +182,7 @@ class Inventory(BaseModel):
     path: str
     groups: tuple[str, ...]
     hosts: tuple[ResolvedHost, ...]
+    history: str | None = None
 
     def select(self, groups: Sequence[str] = (), limits: Sequence[str] = ()) -> list[ResolvedHost]:
         """The hosts in any of ``groups`` (all when none) whose name or a tag matches any of
@@ -317,7 +321,12 @@ class _Resolver:
             self._problem((), "no hosts: add a `hosts:` list or a group with `hosts:`")
         if self.problems:
             raise InventoryError("\n".join(self.problems[:MAX_ERRORS_SHOWN]))
-        return Inventory(path=str(self.path), groups=tuple(self.parsed.groups), hosts=tuple(hosts))
+        return Inventory(
+            path=str(self.path),
+            groups=tuple(self.parsed.groups),
+            hosts=tuple(hosts),
+            history=self.parsed.history,
+        )
 
     def _problem(self, where: Sequence[str | int], message: str) -> None:
         line = self.document.line_of(where)

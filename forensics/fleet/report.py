@@ -49,6 +49,7 @@ class HostRun(BaseModel):
     name: str
     group: str | None = None
     address: str = Field(description="user@host:port as the inventory resolved it.")
+    tags: list[str] = Field(default_factory=list, description="The inventory's tags.")
     status: HostStatus
     reason: str | None = Field(default=None, description="Why not ok, in one line.")
     started: datetime | None = None
@@ -94,6 +95,29 @@ class FindingCount(BaseModel):
     total: int = Field(description="How many findings with this id, all hosts together.")
 
 
+class SharedFact(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fact: str = Field(description="driver, gpu_model, kernel, os, container or tag.")
+    value: str
+    with_finding: int = Field(description="Hosts with the finding that have the value.")
+    read_with_finding: int = Field(description="Hosts with the finding where it was read.")
+    others: int = Field(description="Hosts without the finding that have the value.")
+    read_others: int = Field(description="Hosts without the finding where it was read.")
+    others_total: int = Field(description="Collected hosts without the finding.")
+    text: str
+
+
+class FleetPattern(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    finding: str = Field(description="The finding id, with its code when it has one.")
+    hosts: list[str] = Field(description="The hosts with the finding, by name.")
+    collected: int = Field(description="Collected hosts, with the finding or not.")
+    shared: list[SharedFact] = Field(default_factory=list)
+    text: str = Field(description="One line, e.g. 'gpu.xid 79 on 12 of 64 hosts; all 12 ...'.")
+
+
 class FleetReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -110,6 +134,10 @@ class FleetReport(BaseModel):
     history: str | None = Field(default=None, description="The history database, if used.")
     hosts: list[HostRun] = Field(default_factory=list, description="Worst first.")
     finding_counts: list[FindingCount] = Field(default_factory=list)
+    patterns: list[FleetPattern] = Field(
+        default_factory=list,
+        description="Findings several hosts share, with the facts those hosts have in common.",
+    )
 
     @property
     def collected(self) -> list[HostRun]:

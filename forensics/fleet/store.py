@@ -21,11 +21,12 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from forensics.core.errors import UsageError
 from forensics.core.models import Severity
@@ -50,6 +51,7 @@ CREATE TABLE IF NOT EXISTS runs (
     findings INTEGER NOT NULL, new INTEGER, resolved INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_by_host ON runs (host, started);
+CREATE UNIQUE INDEX IF NOT EXISTS runs_once_per_sweep ON runs (sweep_id, host);
 CREATE TABLE IF NOT EXISTS findings (
     run_id INTEGER NOT NULL REFERENCES runs (id), fingerprint TEXT NOT NULL,
     finding_id TEXT NOT NULL, severity TEXT NOT NULL, title TEXT NOT NULL,
@@ -89,6 +91,64 @@ class RunRow:
     resolved: int | None
 
 
+class HistoryStore(Protocol):
+    """What a sweep, ``history`` and ``fleet-report`` need from a history, whatever holds it
+    (``History``: SQLite, the default; ``PostgresHistory``: a shared PostgreSQL database)."""
+
+    @property
+    def location(self) -> str: ...
+
+    @property
+    def available(self) -> bool: ...
+
+    def begin_sweep(self, sweep_id: str, started: datetime, inventory: str, hosts: int) -> None: ...
+
+    def end_sweep(
+        self, sweep_id: str, finished: datetime, collected: int, interrupted_by: str | None
+    ) -> None: ...
+
+    def previous(self, host: str) -> PreviousRun | None: ...
+
+    def record(
+        self, sweep_id: str | None, host: HostRun, tracked: list[TrackedFinding]
+    ) -> None: ...
+
+    def runs(self, host: str | None = None, limit: int = 50) -> list[RunRow]: ...
+
+    def latest_runs(self, since: datetime) -> list[RunRow]: ...
+
+    def ticket(self, fingerprint: str, destination: str) -> TicketRow | None: ...
+
+    def record_ticket(self, ticket: TicketRow) -> None: ...
+
+    def close(self) -> None: ...
+
+
+_LATEST_RUNS = (
+    "SELECT sweep_id, host, status, reason, started, bundle, worst, findings, new, resolved "
+    "FROM runs AS r WHERE started >= {p} AND id = (SELECT id FROM runs AS s "
+    "WHERE s.host = r.host ORDER BY started DESC, id DESC LIMIT 1) ORDER BY host"
+)
+"""Each host's latest run, when it started at or after the bound (``{p}``: the placeholder)."""
+
+
+def run_row(row: tuple[object, ...] | Sequence[object]) -> RunRow:
+    """A ``RunRow`` from the columns ``runs`` and ``latest_runs`` select, in that order."""
+    started = row[4]
+    return RunRow(
+        sweep_id=row[0],  # type: ignore[arg-type]
+        host=str(row[1]),
+        status=str(row[2]),
+        reason=row[3],  # type: ignore[arg-type]
+        started=started if isinstance(started, datetime) else datetime.fromisoformat(str(started)),
+        bundle=row[5],  # type: ignore[arg-type]
+        worst=row[6],  # type: ignore[arg-type]
+        findings=int(row[7]),  # type: ignore[call-overload]
+        new=row[8],  # type: ignore[arg-type]
+        resolved=row[9],  # type: ignore[arg-type]
+    )
+
+
 @dataclass(frozen=True)
 class TicketRow:
     """A ticket opened for a finding (by fingerprint) at a destination (``github:URL/o/r``);
@@ -115,6 +175,10 @@ class History:
     @property
     def available(self) -> bool:
         return self._connection is not None
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     @classmethod
     def open(cls, path: Path, warn: Warn) -> History:
@@ -267,8 +331,8 @@ class History:
             if db is None:
                 return
             cursor = db.execute(
-                "INSERT INTO runs (sweep_id, host, status, reason, started, finished, bundle, "
-                "worst, findings, new, resolved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO runs (sweep_id, host, status, reason, started, finished, "
+                "bundle, worst, findings, new, resolved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sweep_id,
                     host.name,
@@ -283,6 +347,8 @@ class History:
                     len(changes.resolved) if changes is not None else None,
                 ),
             )
+            if cursor.rowcount == 0:
+                return  # this sweep recorded the host already: never twice
             db.executemany(
                 "INSERT INTO findings (run_id, fingerprint, finding_id, severity, title, subject, "
                 "sections) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -358,21 +424,21 @@ class History:
         except sqlite3.Error as error:
             self._give_up(error)
             return []
-        return [
-            RunRow(
-                sweep_id=row[0],
-                host=row[1],
-                status=row[2],
-                reason=row[3],
-                started=datetime.fromisoformat(row[4]),
-                bundle=row[5],
-                worst=row[6],
-                findings=row[7],
-                new=row[8],
-                resolved=row[9],
-            )
-            for row in rows
-        ]
+        return [run_row(row) for row in rows]
+
+    def latest_runs(self, since: datetime) -> list[RunRow]:
+        """Each host's latest run, when it started at or after ``since``: every shard's
+        latest sweep, host by host."""
+        if self._connection is None:
+            return []
+        try:
+            rows = self._connection.execute(
+                _LATEST_RUNS.format(p="?"), (since.isoformat(),)
+            ).fetchall()
+        except sqlite3.Error as error:
+            self._give_up(error)
+            return []
+        return [run_row(row) for row in rows]
 
 
 def _not_ours(path: Path, header: bool = True, owner: bool = True) -> str | None:

@@ -34,6 +34,7 @@ from forensics.collect import collect
 from forensics.core.errors import CollectionError, ForensicsError, OutputUnwritable
 from forensics.fleet.fingerprint import compare, fully_read_sections, track
 from forensics.fleet.inventory import ResolvedHost
+from forensics.fleet.patterns import fleet_patterns
 from forensics.fleet.report import (
     FleetReport,
     HostRun,
@@ -41,7 +42,7 @@ from forensics.fleet.report import (
     count_findings,
     host_order,
 )
-from forensics.fleet.store import History
+from forensics.fleet.store import HistoryStore
 from forensics.judge.host_report import HostReport
 from forensics.remote.bundle import STAGING_PREFIX, CommitGate
 
@@ -118,7 +119,7 @@ class Sweep:
     hosts: Sequence[ResolvedHost]
     inventory: str
     out: Path
-    history: History | None
+    history: HistoryStore | None
     concurrency: int = 64
     grace_s: float = 5.0
     observer: SweepObserver = field(default_factory=QuietObserver)
@@ -140,11 +141,12 @@ class Sweep:
             started=started,
             finished=datetime.now(UTC),
             interrupted_by=stop.reason,
-            history=str(self.history.path)
+            history=self.history.location
             if self.history is not None and self.history.available
             else None,
             hosts=hosts,
             finding_counts=count_findings(hosts),
+            patterns=fleet_patterns(hosts),
         )
         if self.history is not None:
             self.history.end_sweep(
@@ -234,7 +236,12 @@ class Sweep:
 def collect_host(host: ResolvedHost, out: Path, gate: CommitGate | None = None) -> HostRun:
     """Collect one host; every way it can fail becomes its row, never an exception."""
     started = datetime.now(UTC)
-    common = {"name": host.name, "group": host.group, "address": host.address}
+    common = {
+        "name": host.name,
+        "group": host.group,
+        "address": host.address,
+        "tags": list(host.tags),
+    }
     try:
         report = collect(host.target, host.options, out, host.timeout_s, gate)
     except CollectionError as error:

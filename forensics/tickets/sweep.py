@@ -24,7 +24,7 @@ from forensics.core.ticket_settings import TicketSettings
 from forensics.fleet.fingerprint import TrackedFinding, fingerprint
 from forensics.fleet.inventory import ResolvedHost
 from forensics.fleet.report import FleetReport, HostRun
-from forensics.fleet.store import History, TicketRow
+from forensics.fleet.store import HistoryStore, TicketRow
 from forensics.tickets.body import (
     Document,
     finding_document,
@@ -40,7 +40,7 @@ Say = Callable[[str], None]
 
 @dataclass
 class SweepTickets:
-    history: History
+    history: HistoryStore
     hosts: Mapping[str, ResolvedHost]
     say: Say
     settings: TicketSettings | None = None
