@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from forensics.collect import collect
-from forensics.core.models import CollectOptions
+from forensics.core.models import CollectOptions, SshOptions
 from forensics.core.targets import parse_target
 from forensics.probes import PROBES
 from forensics.remote.host_script import compose
@@ -69,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     runs = parser.parse_args().runs
-    options = CollectOptions()
+    options = CollectOptions(timeout=60)
     script = compose([spec for probe in PROBES for spec in probe.sections(options)])
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -77,9 +77,11 @@ def main() -> None:
         try:
             target = parse_target(
                 server.target,
-                identity=str(server.client_key),
-                known_hosts=str(server.known_hosts),
-                ssh_config=str(root / "sshd" / "ssh_config"),
+                SshOptions(
+                    identity=str(server.client_key),
+                    known_hosts=str(server.known_hosts),
+                    ssh_config=str(root / "sshd" / "ssh_config"),
+                ),
             )
             cli = [sys.executable, "-m", "forensics", "collect", *server.target_args(),
                    "--out", str(root / "out"), "--format", "json",
@@ -92,7 +94,7 @@ def main() -> None:
             cli_time = show("forensics collect (CLI)", timed(runs, lambda: subprocess.run(
                 cli, capture_output=True, check=True)))  # fmt: skip
             inproc = show("forensics collect (in-process)", timed(runs, lambda: collect(
-                target, options, root / "out", 60)))  # fmt: skip
+                target, options, root / "out")))  # fmt: skip
             openssh = show("ssh host sh -s < script (OpenSSH)", timed(runs, lambda: subprocess.run(
                 ssh, input=script.text.encode(), capture_output=True, check=True)))  # fmt: skip
             print(f"  ratio CLI / OpenSSH:        {cli_time / openssh:5.2f}")

@@ -18,8 +18,8 @@ from forensics.remote.host_script import Decoded, compose, decode
 from forensics.remote.transport import RunOutcome, run
 
 
-def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float) -> HostReport:
-    """Collect ``target`` within ``timeout_s`` seconds; raise ``CollectionError`` when
+def collect(target: Target, options: CollectOptions, out: Path) -> HostReport:
+    """Collect ``target`` within ``options.timeout``; raise ``CollectionError`` when
     nothing could be collected. Whatever came back is written to a bundle under ``out``."""
     try:
         probes = by_name(options.probes)
@@ -28,7 +28,7 @@ def collect(target: Target, options: CollectOptions, out: Path, timeout_s: float
     specs = [spec for probe in probes for spec in probe.sections(options)]
     script = compose(specs)
     started = datetime.now(UTC)
-    outcome = run(target, script, time.monotonic() + timeout_s)
+    outcome = run(target, script, time.monotonic() + options.timeout)
     finished = datetime.now(UTC)
     decoded = decode(script, outcome.stream)
     status, reason = _status(decoded, outcome)

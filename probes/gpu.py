@@ -156,9 +156,7 @@ def sections(options: CollectOptions) -> list[SectionSpec]:
     shell = _SHELL.replace("@WIDTH@", str(LINE_CHARS)) + calls[0] + " || exit 0\n"
     shell += "\n".join(calls[1:]) + "\n"
     return [
-        SectionSpec(
-            name=SECTION, shell=shell, timeout_s=options.gpu_timeout_s, max_bytes=256 * 1024
-        )
+        SectionSpec(name=SECTION, shell=shell, timeout_s=options.gpu_timeout, max_bytes=256 * 1024)
     ]
 
 
@@ -213,7 +211,7 @@ def parse(captures: Captures, options: CollectOptions) -> GpuFacts:
             current[0].last_line = number
     for name, (run, lines) in runs.items():
         _read_run(facts, name, run, lines)
-    _judge_failure(facts, captured.result.timed_out, reason, options.gpu_timeout_s)
+    _judge_failure(facts, captured.result.timed_out, reason, options.gpu_timeout)
     return facts
 
 

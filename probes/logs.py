@@ -35,9 +35,9 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from forensics.core.durations import describe_duration
 from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
 from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.units import describe_duration
 from forensics.probes.focus_pids import FocusProcess, focus_pids_shell, parse_focus_line
 from forensics.remote.host_script import shell_quote
 

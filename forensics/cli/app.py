@@ -1,47 +1,37 @@
-"""The ``forensics`` command line. Every failure the operator can act on ends in one line
-on stderr and a documented exit status; no traceback reaches the terminal."""
+"""The ``forensics`` command line: the typer app, its commands, and ``main``. Every failure
+the operator can act on ends in one line on stderr and a documented exit status; no
+traceback and no usage block reaches the terminal."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from pathlib import Path
-from typing import Annotated
+
+from typing import Any
 
 import typer
 
-from forensics import __version__
 from forensics.cli import lint_script
 from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
-from forensics.cli.fail_on import parse_fail_on
+from forensics.cli.analyze import analyze_command
+from forensics.cli.collect import collect_command
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
+from forensics.cli.schema import schema_command
 from forensics.cli.sweep import sweep_command
-from forensics.collect import collect
-from forensics.core.errors import (
-    EXIT_FINDINGS,
-    EXIT_OK,
-    ForensicsError,
-    UsageError,
-)
-from forensics.core.focus import focus_problem
-from forensics.core.log_options import log_options
-from forensics.core.models import CollectOptions, Severity
-from forensics.core.targets import parse_target
-from forensics.core.thresholds import parse_thresholds
-from forensics.judge.analysis import analyze
-from forensics.judge.host_report import HostReport
-from forensics.probes import PROBES
-from forensics.remote import bundle
-from forensics.reports import Format, render_host
+from forensics.cli.version import version_command
+from forensics.core.errors import EXIT_USAGE, ForensicsError
 
 EXIT_CODES_HELP = """
 Exit status: 0 collected, no finding at or above --fail-on; 1 collected with such a finding;
 2 usage or configuration error; 3 could not collect (unreachable, auth refused, host key
 unknown or changed, deadline hit before anything came back).
 """
+
+# The usage errors of the click underneath typer (its own copy in recent typer) share this
+# base with typer's public BadParameter.
+ClickUsageError: type[Exception] = typer.BadParameter.__mro__[1]
 
 app = typer.Typer(
     name="forensics",
@@ -54,200 +44,14 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-
-def _check_regex(focus: str | None) -> None:
-    problem = focus_problem(focus) if focus is not None else None
-    if problem is not None:
-        raise UsageError(f"--focus: {problem}")
-
-
-def _exit_status(report: HostReport, fail_on: Severity | None) -> int:
-    if fail_on is None:
-        return EXIT_OK
-    worst = report.worst
-    return EXIT_FINDINGS if worst is not None and worst.rank >= fail_on.rank else EXIT_OK
-
-
-def _emit(report: HostReport, format: Format) -> None:
-    sys.stdout.write(render_host(report, format).rstrip("\n") + "\n")
-
-
-@app.command("collect")
-def collect_command(
-    target: Annotated[
-        str,
-        typer.Argument(
-            help="'local' (this machine, no SSH), [user@]host[:port], or an SSH config alias."
-        ),
-    ] = "local",
-    port: Annotated[int | None, typer.Option(help="SSH port (overrides host:port).")] = None,
-    user: Annotated[str | None, typer.Option(help="SSH user (overrides user@).")] = None,
-    identity: Annotated[
-        Path | None, typer.Option("--identity", "-i", help="Private key file.")
-    ] = None,
-    ssh_config: Annotated[
-        Path | None,
-        typer.Option(help="SSH config file (default ~/.ssh/config when it exists; ProxyJump)."),
-    ] = None,
-    known_hosts: Annotated[
-        Path | None, typer.Option(help="known_hosts file (default ~/.ssh/known_hosts).")
-    ] = None,
-    accept_new_host_key: Annotated[
-        bool,
-        typer.Option(
-            "--accept-new-host-key",
-            help="Trust an unknown host key on first use and add it to known_hosts "
-            "(recorded in the manifest). A changed key is always refused.",
-        ),
-    ] = False,
-    connect_timeout: Annotated[float, typer.Option(help="Seconds to establish SSH.")] = 10.0,
-    sudo: Annotated[
-        bool,
-        typer.Option(
-            "--sudo",
-            help="Run the script as root through `sudo -n /bin/sh` (needs a NOPASSWD rule; "
-            "never asks a password).",
-        ),
-    ] = False,
-    timeout: Annotated[
-        float, typer.Option(help="Deadline in seconds for the whole collection.")
-    ] = 120.0,
-    out: Annotated[Path, typer.Option(help="Where bundles go: OUT/<target>/<UTC time>/.")] = Path(
-        "forensics-bundles"
-    ),
-    format: Annotated[
-        Format, typer.Option("--format", "-f", help="What goes to stdout.")
-    ] = Format.text,
-    probe: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Run only this probe (repeatable): " + ", ".join(p.name for p in PROBES) + "."
-        ),
-    ] = None,
-    focus: Annotated[
-        str | None,
-        typer.Option(help="Regex on process name or command line: the process in question."),
-    ] = None,
-    log: Annotated[
-        list[str] | None,
-        typer.Option(help="Log file glob to read on the host, absolute or ~/ (repeatable)."),
-    ] = None,
-    expect_log: Annotated[
-        list[str] | None,
-        typer.Option(help="Log path that should exist on the host (repeatable)."),
-    ] = None,
-    log_lines: Annotated[int, typer.Option(help="Last lines kept per log (1-1000).")] = 50,
-    gpu_timeout: Annotated[
-        float, typer.Option(help="Seconds nvidia-smi may take before it counts as hung.")
-    ] = 30.0,
-    snapshot_gap: Annotated[
-        float, typer.Option(help="Seconds between the two process-table snapshots (0-60).")
-    ] = 2.0,
-    fail_on: Annotated[
-        str, typer.Option(help="Exit 1 when a finding is at least: warning, critical, never.")
-    ] = "critical",
-    memory_threshold: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--threshold",
-            help="Memory finding threshold NAME=VALUE, e.g. near_limit_warning_percent=85.",
-        ),
-    ] = None,
-    script: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="A shell script on the host to read and check for masked exit statuses "
-            "(repeatable; relative paths start at the login directory)."
-        ),
-    ] = None,
-) -> None:
-    """Collect one host into an evidence bundle and print what it shows.
-
-    Examples:
-
-      forensics collect                                  # this machine, no SSH
-
-      forensics collect root@ssh6.vast.ai:17008 -i ~/.ssh/id_ed25519
-
-      forensics collect gpu-a --focus cuzk --format json > report.json
-
-      forensics collect gpu-a --focus cuzk --log '/work/bench*.log' --expect-log /var/log/cuzk.log
-
-    Exit status: 0 collected, nothing at or above --fail-on; 1 collected with such a finding;
-    2 usage error; 3 could not collect (unreachable, auth or sudo refused, host key unknown or
-    changed, deadline before any section finished).
-    """
-    threshold = parse_fail_on(fail_on)
-    if timeout <= 0 or connect_timeout <= 0:
-        raise UsageError("--timeout and --connect-timeout must be positive")
-    parsed = parse_target(
-        target,
-        user=user,
-        port=port,
-        identity=str(identity) if identity else None,
-        ssh_config=str(ssh_config) if ssh_config else None,
-        known_hosts=str(known_hosts) if known_hosts else None,
-        accept_new_host_key=accept_new_host_key,
-        connect_timeout=connect_timeout,
-        sudo=sudo,
-    )
-    if not 0 <= snapshot_gap <= 60:
-        raise UsageError("--snapshot-gap must be between 0 and 60 seconds")
-    _check_regex(focus)
-    scripts = [os.path.abspath(p) if parsed.is_local else p for p in script or ()]
-    options = log_options(
-        CollectOptions(
-            focus=focus,
-            probes=tuple(probe or ()),
-            snapshot_gap_s=snapshot_gap,
-            memory_thresholds=parse_thresholds(memory_threshold or []),
-            scripts=tuple(scripts),
-        ),
-        log or [],
-        expect_log or [],
-        log_lines,
-        gpu_timeout,
-    )
-    report = collect(parsed, options, out, timeout)
-    _emit(report, format)
-    raise typer.Exit(_exit_status(report, threshold))
-
-
-@app.command("analyze")
-def analyze_command(
-    bundle_path: Annotated[Path, typer.Argument(metavar="BUNDLE", help="A bundle directory.")],
-    format: Annotated[Format, typer.Option("--format", "-f")] = Format.text,
-    fail_on: Annotated[str, typer.Option(help="warning, critical or never.")] = "critical",
-) -> None:
-    """Re-parse and re-judge a bundle offline with today's probes and rules.
-
-    Example: forensics analyze forensics-bundles/gpu-a/2026-11-29T20-15-03Z --format json
-    """
-    threshold = parse_fail_on(fail_on)
-    manifest, captures = bundle.load(bundle_path)
-    report = analyze(manifest, captures, bundle=str(bundle_path))
-    _emit(report, format)
-    raise typer.Exit(_exit_status(report, threshold))
-
-
+app.command("collect")(collect_command)
+app.command("analyze")(analyze_command)
 app.command("report")(report_command.report_command)
 app.command("watch")(memory_watch.watch_command)
 app.command("wait")(memory_watch.wait_command)
 app.command("lint-script")(lint_script.lint_script_command)
-
-
-@app.command("schema")
-def schema_command() -> None:
-    """Print the JSON Schema of the report that `collect --format json` prints."""
-    sys.stdout.write(json.dumps(HostReport.model_json_schema(), indent=2) + "\n")
-
-
-@app.command("version")
-def version_command() -> None:
-    """Print the tool's version."""
-    sys.stdout.write(f"forensics {__version__}\n")
-
-
+app.command("schema")(schema_command)
+app.command("version")(version_command)
 app.command("sweep")(sweep_command)
 app.command("history")(history_command)
 app.command("diff")(diff_command)
@@ -257,10 +61,15 @@ app.add_typer(inventory_app, name="inventory")
 def main() -> None:
     """Entry point: run the app, turning every known failure into one line and a status."""
     try:
-        app()
+        status = app(standalone_mode=False)
+    except ClickUsageError as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # a bare command group: its help
+            sys.stderr.write(_context(error).get_help() + "\n")
+            sys.exit(EXIT_USAGE)
+        _fail(usage_line(error), EXIT_USAGE)
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         _fail("interrupted", 130)
     except Exception as error:
         if os.environ.get("FORENSICS_DEBUG"):
@@ -270,6 +79,25 @@ def main() -> None:
             "traceback, and report it)",
             70,
         )
+    sys.exit(status if isinstance(status, int) else 0)
+
+
+def usage_line(error: Exception) -> str:
+    """A usage error of the command line as one line: what is wrong, and where the help is.
+
+    >>> usage_line(typer.BadParameter("'x' is not a number."))
+    "invalid value: 'x' is not a number (see 'forensics --help')"
+    """
+    said: Any = error
+    lines = [line.strip() for line in str(said.format_message()).splitlines() if line.strip()]
+    message = "; ".join(lines).rstrip(".")
+    context = _context(error)
+    where = context.command_path if context is not None else "forensics"
+    return f"{message[:1].lower()}{message[1:]} (see '{where} --help')"
+
+
+def _context(error: Exception) -> Any:
+    return getattr(error, "ctx", None)
 
 
 def _fail(message: str, status: int) -> None:

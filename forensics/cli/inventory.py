@@ -67,7 +67,7 @@ def render_inventory(inventory: Inventory, width: int = 200) -> str:
             Text(inert(host.address)),
             Text(inert(host.target.proxy_jump or "-")),
             Text("yes" if host.target.sudo else "-"),
-            Text(f"{host.timeout_s:g}s"),
+            Text(f"{host.options.timeout:g}s"),
             Text(",".join(host.options.probes) or "all"),
             Text(inert(host.options.focus or "-")),
             Text(str(len(host.options.logs) + len(host.options.expected_logs) or "-")),

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
-from forensics.core.duration_input import parse_duration
+from forensics.cli.options import read_duration
 from forensics.core.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
 from forensics.core.models import Severity
 from forensics.fleet.inventory import load_inventory
@@ -40,13 +40,6 @@ def warn(message: str) -> None:
 
 def _say(message: str) -> None:
     sys.stderr.write(f"forensics: {message}\n")
-
-
-def _duration(option: str, value: str, positive: bool = True) -> float:
-    seconds = parse_duration(value)
-    if seconds is None or (positive and seconds <= 0):
-        raise UsageError(f"{option}: expected a duration such as 30, 90s, 15m or 1h, got {value!r}")
-    return seconds
 
 
 def exit_status(report: FleetReport, fail_on: Severity | None, allow_unreachable: int) -> int:
@@ -79,7 +72,7 @@ def sweep_command(
         str | None, typer.Option(help="Deadline per host (e.g. 90s, 2m); default: inventory's.")
     ] = None,
     connect_timeout: Annotated[
-        str | None, typer.Option(help="Seconds to establish SSH; default: inventory's.")
+        str | None, typer.Option(help="Time to establish SSH; default: inventory's.")
     ] = None,
     out: Annotated[
         Path, typer.Option(help="Bundles go to OUT/<sweep id>/<host>/<UTC time>/.")
@@ -139,11 +132,13 @@ def sweep_command(
         raise UsageError(f"--concurrency: must be at least 1, got {concurrency}")
     if allow_unreachable < 0:
         raise UsageError("--allow-unreachable: must be 0 or more")
-    timeout_s = _duration("--timeout", timeout) if timeout else None
-    connect_timeout_s = _duration("--connect-timeout", connect_timeout) if connect_timeout else None
-    grace_s = _duration("--grace", grace, positive=False)
-    every_s = _duration("--every", every) if every else None
-    jitter_s = _duration("--jitter", jitter, positive=False)
+    timeout_s = read_duration("--timeout", timeout) if timeout else None
+    connect_timeout_s = (
+        read_duration("--connect-timeout", connect_timeout) if connect_timeout else None
+    )
+    grace_s = read_duration("--grace", grace, positive=False)
+    every_s = read_duration("--every", every) if every else None
+    jitter_s = read_duration("--jitter", jitter, positive=False)
     loaded = load_inventory(inventory)
     hosts = [
         host.with_deadlines(timeout_s, connect_timeout_s)

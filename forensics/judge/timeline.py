@@ -21,8 +21,8 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forensics.core.durations import describe_duration
 from forensics.core.facts import Facts
+from forensics.core.units import describe_duration
 from forensics.kernel.oom_report import OomKill
 from forensics.probes.processes import ProcessEntry, ProcessesFacts
 

@@ -170,7 +170,7 @@ _FAILURE_WORDS: dict[str, tuple[Severity, str, str, list[str]]] = {
 
 def _smi_failed(smi: GpuFacts, context: RuleContext, xids: list[XidEvent]) -> Finding:
     kind = smi.failure or "failed"
-    timeout = f"{context.options.gpu_timeout_s:g} s"
+    timeout = f"{context.options.gpu_timeout:g} s"
     severity, short, explanation, steps = _FAILURE_WORDS.get(
         kind,
         (

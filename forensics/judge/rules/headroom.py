@@ -5,7 +5,7 @@ bites, wherever on the path it is set) and ``cgroup.kernel_memory_high`` (the me
 RSS-based budgets miss). From the memory probe: ``memory.available_low``,
 ``memory.locked_large`` (pinned memory, which comes back slowly or not at all after a
 kill) and ``memory.pressure_high`` (PSI, host-wide or per v2 cgroup). Thresholds come
-from ``CollectOptions.memory_thresholds``.
+from ``CollectOptions.thresholds``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from forensics.core.facts import Facts
 from forensics.core.models import EvidenceRef, Finding, MemoryThresholds, Severity
 from forensics.core.pressure import Pressure
 from forensics.core.probe import RuleContext
-from forensics.core.quantities import GIB, gib
+from forensics.core.units import GIB, gib
 from forensics.probes.cgroup import CgroupCounters, CgroupFacts
 from forensics.probes.memory import MemoryFacts
 
@@ -23,7 +23,7 @@ KERNEL_SHARE_MIN_USAGE = 256 << 20
 
 
 def memory_headroom(facts: Facts, context: RuleContext) -> list[Finding]:
-    thresholds = context.options.memory_thresholds
+    thresholds = context.options.thresholds
     findings: list[Finding] = []
     if facts.cgroup is not None:
         findings += near_limit(facts.cgroup, thresholds)

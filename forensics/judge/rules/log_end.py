@@ -10,10 +10,10 @@ kernel's host PIDs cannot be compared with ours, so there every end counts.
 
 from __future__ import annotations
 
-from forensics.core.durations import describe_duration
 from forensics.core.facts import Facts
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
+from forensics.core.units import describe_duration
 from forensics.judge.timeline import ENDINGS, TimelineEvent, host_events
 from forensics.probes.focus_pids import FocusProcess
 from forensics.probes.logs import SECTION, LogFile
