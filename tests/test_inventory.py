@@ -211,7 +211,13 @@ def test_inventory_errors_name_file_line_and_field(tmp_path: Path, text: str, me
 
 @pytest.mark.parametrize(
     "case",
-    ["unknown field", "bad port", "duplicate name", "YAML syntax", "a deadline that is not a number"],
+    [
+        "unknown field",
+        "bad port",
+        "duplicate name",
+        "YAML syntax",
+        "a deadline that is not a number",
+    ],
 )
 def test_the_command_line_prints_the_error_and_exits_2(tmp_path: Path, case: str) -> None:
     (text, message) = next((t, m) for c, t, m in BAD_INVENTORIES if c == case)
