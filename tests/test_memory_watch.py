@@ -130,7 +130,7 @@ def test_malformed_wait_is_one_line_and_exit_2(args: list[str], says: str) -> No
 
 def test_cgroup_condition_on_a_host_without_that_cgroup_is_status_3() -> None:
     result = run_cli(
-        "wait", "local", "--cgroup", "/nonexistent", "--cgroup-current", "<=1GiB",
+        "wait", "local", "--cgroup", "/sys/fs/cgroup/nonexistent", "--cgroup-current", "<=1GiB",
         "--timeout", "5s",
     )  # fmt: skip
     assert result.exit_code == 3, result
