@@ -178,7 +178,7 @@ def test_every_template_ships_in_the_package() -> None:
     root = Path(__file__).parent.parent
     globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"
-    ]["reports"]
+    ]["forensics.reports"]
     shipped = {path for pattern in globs for path in (root / "reports").glob(pattern)}
     templates = {path for path in (root / "reports" / "templates").rglob("*") if path.is_file()}
     assert templates and templates <= shipped, sorted(map(str, templates - shipped))
