@@ -43,7 +43,9 @@ def check_command(
     """
     loaded = load_inventory(inventory)
     if json_output:
-        sys.stdout.write(json.dumps(loaded.model_dump(mode="json"), indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(loaded.model_dump(mode="json"), indent=2, allow_nan=False) + "\n"
+        )
         return
     sys.stdout.write(render_inventory(loaded))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
@@ -63,10 +63,12 @@ def flag_of(name: str, info: FieldInfo) -> str:
 
 
 def declared_options(
-    *models: type[BaseModel], more_help: Mapping[str, str] | None = None
+    *models: type[BaseModel],
+    only: Sequence[str] | None = None,
+    more_help: Mapping[str, str] | None = None,
 ) -> Callable[[Command], Command]:
-    """Give the decorated command one option per field of ``models``; it receives them as
-    ``given: Given`` (its last parameter)."""
+    """Give the decorated command one option per field of ``models`` (or of those named
+    ``only``); it receives them as ``given: Given`` (its last parameter)."""
 
     def decorate(command: Command) -> Command:
         hints = typing.get_type_hints(command, include_extras=True)
@@ -75,7 +77,12 @@ def declared_options(
             for parameter in inspect.signature(command).parameters.values()
             if parameter.name != "given"
         ]
-        declared = {name: info for model in models for name, info in model.model_fields.items()}
+        declared = {
+            name: info
+            for model in models
+            for name, info in model.model_fields.items()
+            if only is None or name in only
+        }
         added = [
             _parameter(name, info, (more_help or {}).get(name)) for name, info in declared.items()
         ]

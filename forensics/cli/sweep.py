@@ -12,9 +12,9 @@ import typer
 from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
-from forensics.cli.options import read_duration
+from forensics.cli.options import Given, declared_options, read_duration
 from forensics.core.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
-from forensics.core.models import Severity
+from forensics.core.models import CollectOptions, Severity, SshOptions
 from forensics.fleet.inventory import load_inventory
 from forensics.fleet.lock import SweepLock
 from forensics.fleet.progress import SweepProgress
@@ -56,6 +56,15 @@ def exit_status(report: FleetReport, fail_on: Severity | None, allow_unreachable
     return EXIT_OK
 
 
+@declared_options(
+    SshOptions,
+    CollectOptions,
+    only=("connect_timeout", "timeout"),
+    more_help={
+        "connect_timeout": "Overrides the inventory's.",
+        "timeout": "Per host; overrides the inventory's.",
+    },
+)
 def sweep_command(
     inventory: Annotated[Path, typer.Option("--inventory", help="The inventory file.")] = Path(
         "inventory.yaml"
@@ -68,12 +77,6 @@ def sweep_command(
         typer.Option("--limit", "-l", help="Only hosts whose name or a tag matches this glob."),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Hosts collected at once.")] = 16,
-    timeout: Annotated[
-        str | None, typer.Option(help="Deadline per host (e.g. 90s, 2m); default: inventory's.")
-    ] = None,
-    connect_timeout: Annotated[
-        str | None, typer.Option(help="Time to establish SSH; default: inventory's.")
-    ] = None,
     out: Annotated[
         Path, typer.Option(help="Bundles go to OUT/<sweep id>/<host>/<UTC time>/.")
     ] = Path("forensics-bundles"),
@@ -111,6 +114,8 @@ def sweep_command(
         Path | None,
         typer.Option(help="Lock file that keeps sweeps apart (default OUT/sweep.lock)."),
     ] = None,
+    *,
+    given: Given,
 ) -> None:
     """Collect every host of the inventory concurrently; print what the fleet shows and what
     changed since each host's previous run.
@@ -132,9 +137,9 @@ def sweep_command(
         raise UsageError(f"--concurrency: must be at least 1, got {concurrency}")
     if allow_unreachable < 0:
         raise UsageError("--allow-unreachable: must be 0 or more")
-    timeout_s = read_duration("--timeout", timeout) if timeout else None
+    timeout_s = given.read(CollectOptions).timeout if "timeout" in given.values else None
     connect_timeout_s = (
-        read_duration("--connect-timeout", connect_timeout) if connect_timeout else None
+        given.read(SshOptions).connect_timeout if "connect_timeout" in given.values else None
     )
     grace_s = read_duration("--grace", grace, positive=False)
     every_s = read_duration("--every", every) if every else None
