@@ -117,8 +117,8 @@ class SshOptions(Declared):
     """How to reach a host; the SSH options of ``collect``, ``watch`` and ``wait`` and the
     settings of an inventory host."""
 
+    port: Port = Field(default=None, ge=1, le=65535, description="SSH port (overrides host:port).")
     user: str | None = Field(default=None, description="SSH user (overrides user@).")
-    port: Port = Field(default=None, description="SSH port (overrides host:port).")
     identity: Annotated[str | None, CommandLine(metavar="FILE", short="-i")] = Field(
         default=None, description="Private key file."
     )
@@ -144,13 +144,15 @@ class SshOptions(Declared):
     )
 
 
-class Target(SshOptions):
-    """Where to collect from. ``local`` runs the same script on this machine, without SSH."""
-
+class _Named(Declared):
     name: str = Field(description="What the operator calls it: an alias, host[:port] or 'local'.")
     host: Annotated[str | None, AfterValidator(_host)] = Field(
         default=None, description="Host name or address; None for local."
     )
+
+
+class Target(SshOptions, _Named):
+    """Where to collect from. ``local`` runs the same script on this machine, without SSH."""
 
     @property
     def is_local(self) -> bool:
