@@ -27,6 +27,7 @@ from forensics.reports.figures import (
     timeline_svg,
 )
 from forensics.reports.process_tree import ProcessRow, tree_around, tree_lines
+from forensics.reports.wording import step_command, step_pieces, subject_items
 
 TEMPLATES = Path(__file__).parent / "templates"
 LONG_EVIDENCE_LINES = 12
@@ -48,6 +49,23 @@ def _markdown_paragraphs(text: str) -> str:
     return "\n\n".join(markdown_inline(p) for p in paragraphs)
 
 
+def _markdown_step(step: str, indent: int = 3) -> Markup:
+    """One next step: words escaped, commands as code spans; a step that is one command
+    (after an optional lead-in ending in a colon) gets a block of its own to copy."""
+    command = step_command(step)
+    if command is not None:
+        lead = step[: step.index("`")].strip()
+        block = "\n".join(" " * indent + line for line in markdown_fence(command).split("\n"))
+        block = block.replace("```text", "```sh", 1)
+        return Markup((markdown_inline(lead) if lead else "Run:") + "\n\n" + block + "\n")
+    return Markup(
+        "".join(
+            markdown_code(piece.text) if piece.kind == "code" else markdown_inline(piece.text)
+            for piece in step_pieces(step)
+        )
+    )
+
+
 def _made_markdown(escape: Callable[[str], str]) -> Callable[[Any], Markup]:
     return lambda value: Markup(escape(str(value)))
 
@@ -61,6 +79,9 @@ def _html_finalize(value: Any) -> Any:
 def _common(environment: Environment) -> Environment:
     environment.filters.update(utc=utc, bytes=human_bytes, duration=human_duration)
     environment.globals.update(
+        subject_items=subject_items,
+        step_pieces=step_pieces,
+        step_command=step_command,
         long_evidence_lines=LONG_EVIDENCE_LINES,
         tree_around=tree_around,
         ProcessRow=ProcessRow,
@@ -85,6 +106,26 @@ def markdown_environment() -> Environment:
         code=_made_markdown(markdown_code),
         fence=_made_markdown(markdown_fence),
         paragraphs=_made_markdown(_markdown_paragraphs),
+        step=_markdown_step,
+    )
+    return _common(environment)
+
+
+def _text_finalize(value: Any) -> Any:
+    return inert(value) if isinstance(value, str) else value
+
+
+@functools.cache
+def text_environment() -> Environment:
+    """Plain text for a terminal: nothing to escape but control characters, which
+    ``inert`` makes visible so that host text cannot move the cursor or set a title."""
+    environment = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=False,
+        finalize=_text_finalize,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
     return _common(environment)
 

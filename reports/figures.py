@@ -18,7 +18,7 @@ from forensics.reports.escaping import inert
 
 WIDTH = 1000
 PER_ROW = 6
-ROW_HEIGHT = 78
+ROW_HEIGHT = 94
 LABEL_CHARS = 26
 BAR_HEIGHT = 28
 PART_COLOURS = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#b279a2")
@@ -103,16 +103,53 @@ def timeline_svg(points: Sequence[TimelinePoint]) -> Markup:
 
 def _dot(point: TimelinePoint, x: float, y: int) -> str:
     label = inert(point.label)
-    short = label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
     severity = point.severity.value if point.severity else "none"
     fill = "hollow" if point.approximate else "solid"
     when = ("~" if point.approximate else "") + point.at.strftime("%m-%d %H:%M:%S")
+    lines = "".join(
+        f'<text x="{x:.0f}" y="{y + 24 + 14 * index}" class="label">{escape(line)}</text>'
+        for index, line in enumerate(label_lines(label))
+    )
     return (
         f'<g class="event {severity} {fill}"><title>{escape(label)}</title>'
-        f'<circle cx="{x:.0f}" cy="{y}" r="7"/>'
-        f'<text x="{x:.0f}" y="{y + 24}" class="label">{escape(short)}</text>'
-        f'<text x="{x:.0f}" y="{y + 40}" class="when">{escape(when)}</text></g>'
+        f'<circle cx="{x:.0f}" cy="{y}" r="7"/>{lines}'
+        f'<text x="{x:.0f}" y="{y + 56}" class="when">{escape(when)}</text></g>'
     )
+
+
+def label_lines(label: str, width: int = LABEL_CHARS, most: int = 2) -> list[str]:
+    """A timeline label wrapped at spaces into at most ``most`` lines; a longer label ends
+    in an ellipsis after a whole word (the full text is the dot's hover title). A word
+    longer than a line is the only thing cut, and only at the line's end.
+
+    >>> label_lines("host booted (/proc/stat btime)")
+    ['host booted (/proc/stat', 'btime)']
+    >>> label_lines("OOM kill of fxhog7936 (pid 21408): memory cgroup /x hit its limit")
+    ['OOM kill of fxhog7936 (pid', '21408): memory cgroup /x …']
+    """
+    lines: list[str] = []
+    current = ""
+    words = label.split()
+    for index, word in enumerate(words):
+        candidate = f"{current} {word}".strip()
+        if len(candidate) <= width:
+            current = candidate
+            continue
+        if current:
+            lines.append(current)
+        current = word if len(word) <= width else word[: width - 1] + "…"
+        if len(lines) == most:
+            break
+        if len(lines) == most - 1 and index < len(words) - 1:
+            rest = " ".join(words[index:])
+            if len(rest) > width:
+                cut = rest[: width - 1]
+                cut = cut[: cut.rfind(" ")] if " " in cut else cut
+                lines.append(cut.rstrip() + " …")
+                return lines
+    if current and len(lines) < most:
+        lines.append(current)
+    return lines
 
 
 def memory_bar_svg(used: int, limit: int | None, parts: Sequence[MemoryPart] = ()) -> Markup:

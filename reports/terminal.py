@@ -4,17 +4,20 @@ whole sweep (what was collected, what was not and why, what changed, one line pe
 from __future__ import annotations
 
 import io
+import shutil
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from forensics.fleet.report import NOT_COLLECTED
 from forensics.judge.host_report import HostReport
+from forensics.reports.environments import text_environment
 from forensics.reports.escaping import inert
 from forensics.reports.fleet import FleetSummary
 from forensics.reports.headline import headline
-from forensics.reports.process_tree import tree_lines
+from forensics.reports.topics import topics
 
 _STYLE = {
     "critical": "bold red",
@@ -25,9 +28,39 @@ _STYLE = {
 }
 
 
-def render_terminal(report: HostReport, width: int = 100) -> str:
+def terminal_width() -> int:
+    """The width of the terminal the tool runs in: ``COLUMNS`` when set, else the
+    terminal's own, else 80 (a pipe or cron mail)."""
+    return max(40, shutil.get_terminal_size(fallback=(80, 24)).columns)
+
+
+def plain_console(buffer: io.StringIO, width: int | None = None) -> Console:
+    """A console that writes plain text (no colour codes) into ``buffer``, wrapping at the
+    terminal's width: tables wrap their cells rather than cut them."""
+    return Console(
+        file=buffer, width=width or terminal_width(), force_terminal=False, color_system=None
+    )
+
+
+def plain_table(*columns: str) -> Table:
+    """A table for a terminal of any width: a rule under the header and no side borders,
+    so more room for text; headers are never cut, long cells wrap (a long path folds)."""
+    table = Table(
+        show_header=True,
+        header_style="bold",
+        expand=False,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1, 0, 0),
+    )
+    for column in columns:
+        table.add_column(column, min_width=len(column), overflow="fold")
+    return table
+
+
+def render_terminal(report: HostReport, width: int | None = None) -> str:
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
+    console = plain_console(buffer, width)
     system = report.facts.system
     header = Text(f"{inert(report.target.name)}: {report.status.value}", style="bold")
     if report.status_reason:
@@ -46,10 +79,7 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
     verdict = headline(report)
     console.print(Text(inert(verdict.text), style=_STYLE.get(verdict.severity or "", "bold")))
     if report.findings:
-        table = Table(show_header=True, header_style="bold", expand=False)
-        table.add_column("severity")
-        table.add_column("finding")
-        table.add_column("what")
+        table = plain_table("severity", "finding", "what")
         for finding in report.findings:
             table.add_row(
                 Text(finding.severity.value, style=_STYLE[finding.severity.value]),
@@ -60,27 +90,23 @@ def render_terminal(report: HostReport, width: int = 100) -> str:
         for finding in report.findings:
             if finding.next_steps:
                 console.print(Text(f"{finding.id}: next: {inert(finding.next_steps[0])}"))
-    processes = report.facts.processes
-    if processes is not None:
-        for tree in processes.trees:
-            why = ", ".join(tree.why)
-            console.print(Text(f"process tree ({why} {tree.subject}):", style="bold"))
-            for line in tree_lines(processes, tree):
-                console.print(Text(line.text))
+    for topic in topics(report, "txt"):
+        partial = text_environment().get_template(f"partials/{topic}.txt.j2")
+        section = partial.render(facts=getattr(report.facts, topic)).rstrip("\n")
+        if section:
+            console.print(Text(section))
     _print_timeline(console, report)
     if report.bundle:
         console.print(Text(f"bundle: {inert(report.bundle)}"))
     return buffer.getvalue()
 
 
-def render_fleet_terminal(summary: FleetSummary, width: int = 120) -> str:
+def render_fleet_terminal(summary: FleetSummary, width: int | None = None) -> str:
     """For a terminal or cron mail: how many hosts were collected, the ones that were not
     and why, counts by finding id, what changed, then one line per host, worst first."""
     fleet = summary.fleet
     buffer = io.StringIO()
-    console = Console(
-        file=buffer, width=width, force_terminal=False, color_system=None, soft_wrap=True
-    )
+    console = plain_console(buffer, width)
     seconds = (fleet.finished - fleet.started).total_seconds()
     console.print(
         Text(
@@ -109,10 +135,7 @@ def render_fleet_terminal(summary: FleetSummary, width: int = 120) -> str:
                 )
             )
     _print_changes(console, summary)
-    table = Table(show_header=True, header_style="bold", expand=False)
-    for column in ("standing", "host", "status", "time"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("headline", no_wrap=True, overflow="ellipsis", max_width=64)
+    table = plain_table("standing", "host", "status", "time", "headline")
     for host in summary.hosts:
         duration = host.run.duration_s
         table.add_row(
@@ -122,7 +145,7 @@ def render_fleet_terminal(summary: FleetSummary, width: int = 120) -> str:
             Text(f"{duration:.1f}s" if duration is not None else "-"),
             Text(inert(host.headline)),
         )
-    console.print(table, soft_wrap=False, width=width)
+    console.print(table)
     return buffer.getvalue()
 
 

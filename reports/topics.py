@@ -15,7 +15,17 @@ from forensics.judge.host_report import HostReport
 
 PARTIALS = Path(__file__).parent / "templates" / "partials"
 
-ORDER = ("processes", "cgroup", "memory", "gpu", "logs", "disk", "kernel_log", "system")
+ORDER = (
+    "processes",
+    "cgroup",
+    "memory",
+    "gpu",
+    "logs",
+    "scripts",
+    "disk",
+    "kernel_log",
+    "system",
+)
 """Where each section goes in the page, read first to last: the process tree around the
 focus and the zombies, then memory, GPU and logs, and the host's identity last. A field
 that is not listed here but has a partial is shown after these, in ``Facts`` order."""

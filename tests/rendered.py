@@ -137,8 +137,8 @@ def parse_html(text: str) -> HtmlPage:
 PAGE_TAGS = {
     "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "h4", "p",
     "span", "strong", "section", "table", "thead", "tbody", "tr", "th", "td", "a", "dl", "dt",
-    "dd", "ol", "ul", "li", "figure", "figcaption", "pre", "svg", "g", "line", "circle", "rect",
-    "text",
+    "dd", "ol", "ul", "li", "figure", "figcaption", "pre", "code", "wbr", "svg", "g", "line",
+    "circle", "rect", "text",
 }  # fmt: skip
 
 

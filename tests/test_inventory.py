@@ -41,7 +41,7 @@ def test_the_worked_example_at_the_repo_root_is_valid_and_resolves_every_group()
 
 
 def test_check_prints_the_resolved_hosts() -> None:
-    result = run_cli("inventory", "check", str(REPO / "inventory.yaml"))
+    result = run_cli("inventory", "check", str(REPO / "inventory.yaml"), env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.stderr
     assert "8 hosts in 3 groups, valid" in result.stdout
     assert "ops@bastion.example.net:2222" in result.stdout

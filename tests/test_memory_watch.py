@@ -80,6 +80,9 @@ def test_wait_that_never_holds_times_out_with_status_1_over_one_connection(
     assert result.exit_code == 1, result
     assert time.monotonic() - started < 30
     assert result.stdout.splitlines()[-1].startswith("timed out after 2.0 s: MemAvailable ")
+    assert "not reachable" in result.stdout, "a goal out of reach must say so"
+    assert not re.search(r"ETA \d+(\.\d+)? h", result.stdout), result.stdout
+    assert "-0.00" not in result.stdout
     assert ssh_use(server) == (1, 1)
 
 
@@ -89,7 +92,8 @@ def test_watch_over_ssh_prints_a_row_per_sample_with_rates(make_sshd: type[SshSe
     assert result.exit_code == 0, result
     header, columns, *rows = result.stdout.splitlines()
     assert header.startswith(f"{server.target}: every 0.3 s, cgroup v1 /sys/fs/cgroup/memory")
-    assert columns.split()[:4] == ["time", "UTC", "used", "available"]
+    assert columns.split()[:6] == ["time", "UTC", "host", "used", "host", "avail"]
+    assert "cgroup usage / limit" in columns and "cgroup rate" in columns
     assert len(rows) == 4
     assert re.search(r"[+-]\d+\.\d\d GiB/s", rows[-1]), rows
     assert ssh_use(server) == (1, 1)

@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from forensics.core.models import Severity
+from forensics.fleet.report import FleetReport, HostStatus, count_findings, host_order
 from forensics.reports import Format, render_host
 from tests.conftest import run_cli
 from tests.hostile import SCRIPT, hostile_report
 from tests.rendered import assert_inert_page, parse_html
+from tests.test_sweep_report import _collected, _finding, _not_collected, _report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
@@ -159,3 +162,38 @@ def test_hostile_report_in_chromium_runs_and_fetches_nothing(
     assert_inert_page(dom)
     assert "script" not in dom.tag_names and "img" not in dom.tag_names
     assert SCRIPT in dom.visible_text and sentinel.url in dom.visible_text
+
+
+def _fleet_of(count: int) -> FleetReport:
+    """A sweep of ``count`` hosts: most clean, some with zombies, a few not collected."""
+    hosts = []
+    for index in range(count):
+        name = f"prover-{index:02d}"
+        if index % 16 == 3:
+            hosts.append(_not_collected(name, HostStatus.unreachable, f"{name}: timed out"))
+        elif index % 5 == 0:
+            hosts.append(_collected(name, [_finding(Severity.critical, 4000 + index)]))
+        elif index % 7 == 0:
+            hosts.append(_collected(name, [_finding(Severity.warning, 5000 + index)]))
+        else:
+            hosts.append(_collected(name, []))
+    hosts.sort(key=host_order)
+    fleet = _report()
+    return fleet.model_copy(update={"hosts": hosts, "finding_counts": count_findings(hosts)})
+
+
+def test_a_fleet_page_of_64_hosts_renders_in_chromium(sentinel: Sentinel, tmp_path: Path) -> None:
+    saved = tmp_path / "fleet.json"
+    saved.write_text(_fleet_of(64).model_dump_json())
+    page = tmp_path / "fleet.html"
+    result = run_cli("report", str(saved), "--format", "html", "-o", str(page))
+    assert result.exit_code == 0, result.stderr
+    opened = open_in_chromium(page, sentinel, tmp_path)
+    assert sentinel.leaks() == []
+    assert opened.ink() > 0.02, "the screenshot is (nearly) blank"
+    dom = parse_html(opened.dom)
+    assert_inert_page(dom)
+    for index in range(64):
+        assert f"prover-{index:02d}" in dom.visible_text
+    first = dom.visible_text.index("prover-")
+    assert "critical" in dom.visible_text[: first + 200].lower(), "worst hosts come first"

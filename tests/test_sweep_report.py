@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ from forensics.fleet.report import FleetReport, HostRun, HostStatus, count_findi
 from forensics.judge.host_report import HostReport
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
+from tests.conftest import run_cli
 from tests.rendered import (
     assert_inert_page,
     markdown_headings,
@@ -226,3 +228,16 @@ def test_exit_status(
     interrupted_by: str | None, fail_on: Severity | None, allow: int, expected: int
 ) -> None:
     assert exit_status(_report(interrupted_by), fail_on, allow) == expected
+
+
+def test_a_saved_fleet_json_renders_again_with_report(tmp_path: Path) -> None:
+    saved = tmp_path / "fleet.json"
+    saved.write_text(_report().model_dump_json(indent=2))
+    result = run_cli("report", str(saved), "-f", "html")
+    assert result.exit_code == 0, result.stderr
+    page = parse_html(result.stdout)
+    assert_inert_page(page)
+    for name in ("gpu-a", "gpu-c", "gpu-d", "gpu-g"):
+        assert name in page.visible_text
+    again = run_cli("report", str(saved), "-f", "md")
+    assert again.exit_code == 0 and "gpu-d: connection refused" in again.stdout

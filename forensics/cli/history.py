@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from forensics.cli.sweep import warn
@@ -24,6 +22,7 @@ from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.remote import bundle
 from forensics.reports.escaping import inert
+from forensics.reports.terminal import plain_console, plain_table
 
 
 def history_command(
@@ -60,13 +59,12 @@ def history_command(
     sys.stdout.write(render_runs(rows))
 
 
-def render_runs(rows: list[RunRow], width: int = 140) -> str:
+def render_runs(rows: list[RunRow], width: int | None = None) -> str:
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
-    table = Table(show_header=True, header_style="bold", expand=False)
-    for column in ("started (UTC)", "host", "status", "worst", "findings", "new", "resolved"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("sweep / why", no_wrap=True, overflow="ellipsis", max_width=60)
+    console = plain_console(buffer, width)
+    table = plain_table(
+        "started (UTC)", "host", "status", "worst", "findings", "new", "resolved", "sweep / why"
+    )
     for row in rows:
         table.add_row(
             Text(f"{row.started:%Y-%m-%d %H:%M:%S}"),

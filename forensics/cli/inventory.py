@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from forensics.core.errors import UsageError
 from forensics.fleet.inventory import Inventory, load_inventory
 from forensics.fleet.vastai import parse_instances, to_yaml
 from forensics.reports.escaping import inert
+from forensics.reports.terminal import plain_console, plain_table
 
 app = typer.Typer(
     help="Check the inventory; import hosts from vast.ai.",
@@ -50,18 +49,14 @@ def check_command(
     sys.stdout.write(render_inventory(loaded))
 
 
-def render_inventory(inventory: Inventory, width: int = 200) -> str:
+def render_inventory(inventory: Inventory, width: int | None = None) -> str:
     buffer = io.StringIO()
-    console = Console(
-        file=buffer, width=width, force_terminal=False, color_system=None, soft_wrap=True
-    )
+    console = plain_console(buffer, width)
     groups = f"{len(inventory.groups)} group{'s' if len(inventory.groups) != 1 else ''}"
     console.print(Text(f"{inventory.path}: {len(inventory.hosts)} hosts in {groups}, valid"))
-    table = Table(show_header=True, header_style="bold", expand=False)
-    for column in (
-        "host", "group", "address", "via", "sudo", "timeout", "probes", "focus", "logs", "line",
-    ):  # fmt: skip
-        table.add_column(column, no_wrap=True)
+    table = plain_table(
+        "host", "group", "address", "via", "sudo", "timeout", "probes", "focus", "logs", "line"
+    )
     for host in inventory.hosts:
         table.add_row(
             Text(inert(host.name)),
@@ -75,7 +70,7 @@ def render_inventory(inventory: Inventory, width: int = 200) -> str:
             Text(str(len(host.options.logs) + len(host.options.expected_logs) or "-")),
             Text(host.source.rsplit(":", 1)[-1]),
         )
-    console.print(table, soft_wrap=False)
+    console.print(table)
     return buffer.getvalue()
 
 

@@ -13,10 +13,12 @@ import typer
 from pydantic import ValidationError
 
 from forensics.core.errors import BundleError, UsageError
+from forensics.fleet.report import FleetReport
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.remote import bundle
-from forensics.reports import Format, render_host
+from forensics.reports import Format, render_fleet, render_host
+from forensics.reports.fleet import fleet_summary
 
 
 def report_command(
@@ -36,22 +38,33 @@ def report_command(
         typer.Option("--output", "-o", help="Write here (replaced atomically) instead of stdout."),
     ] = None,
 ) -> None:
-    """Render a host report from a bundle.
+    """Render a host report from a bundle, or a sweep's fleet report from its fleet.json.
 
     Examples:
 
       forensics report forensics-bundles/gpu-a/2026-11-29T20-15-03Z -o gpu-a.md
 
       forensics report forensics-bundles/gpu-a/2026-11-29T20-15-03Z -f html -o gpu-a.html
+
+      forensics report forensics-bundles/sweep-2026-11-29T20-15-00Z/fleet.json -f html
     """
-    text = render_host(load_report(source), format).rstrip("\n") + "\n"
+    loaded = load_report(source)
+    rendered = (
+        render_fleet(fleet_summary(loaded), format)
+        if isinstance(loaded, FleetReport)
+        else render_host(loaded, format)
+    )
+    text = rendered.rstrip("\n") + "\n"
     if output is None or str(output) == "-":
         sys.stdout.write(text)
     else:
         write_atomically(output, text)
 
 
-def load_report(source: Path) -> HostReport:
+def load_report(source: Path) -> HostReport | FleetReport:
+    """A host report (judged again from a bundle, or as saved) or a saved fleet report."""
+    if not source.exists():
+        raise BundleError(f"{source}: does not exist; give a bundle directory or a JSON report")
     if source.is_dir():
         manifest, captures = bundle.load(source)
         return analyze(manifest, captures, bundle=str(source))
@@ -59,6 +72,11 @@ def load_report(source: Path) -> HostReport:
         data = source.read_bytes()
     except OSError as error:
         raise BundleError(f"{source}: cannot read ({error.strerror})") from error
+    if b'"sweep_id"' in data:
+        try:
+            return FleetReport.model_validate_json(data)
+        except ValidationError:
+            pass
     try:
         return HostReport.model_validate_json(data)
     except ValidationError as error:

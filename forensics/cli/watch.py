@@ -136,8 +136,8 @@ def _watch_header(target: Target, every_s: float, sampled: SampledCgroup) -> str
         else "no memory cgroup visible"
     )
     columns = (
-        f"{'time UTC':<9} {'used':>10} {'available':>10} {'used rate':>13} {'mlocked':>10}   "
-        f"{'cgroup usage / limit':<30} {'cgroup rate':>13}"
+        f"{'time UTC':<9} {'host used':>10} {'host avail':>10} {'host rate':>13} "
+        f"{'host mlock':>10}   {'cgroup usage / limit':<30} {'cgroup rate':>13}"
     )
     return f"{target.name}: every {every_s:g} s, {where}\n{columns}"
 
@@ -234,8 +234,9 @@ def _wait(
             took = describe_duration(elapsed, tenths=True)
             _out(f"met after {took}: {_state(conditions, history)}")
             return EXIT_MET
-        _out(f"+{elapsed:6.1f}s  {_state(conditions, history)}  {_eta(conditions, history)}")
-    last = f": {_state(conditions, history)}; {_eta(conditions, history)}" if history else ""
+        eta = _eta(conditions, history, remaining)
+        _out(f"+{elapsed:6.1f}s  {_state(conditions, history)}  {eta}")
+    last = f": {_state(conditions, history)}" if history else ""
     _out(f"timed out after {describe_duration(timeout_s, tenths=True)}{last}")
     return EXIT_TIMED_OUT
 
@@ -286,7 +287,11 @@ def _movement(condition: Condition, rate: float | None) -> str:
     return f"{verb} {_rate(rate)}" + ("" if toward else ", not toward the goal")
 
 
-def _eta(conditions: Sequence[Condition], history: Sequence[MemorySample]) -> str:
+def _eta(
+    conditions: Sequence[Condition], history: Sequence[MemorySample], remaining_s: float
+) -> str:
+    """When the conditions will hold at the measured rate, or why they will not: a trend
+    away from the goal, or one too slow to get there before ``--timeout``."""
     etas = []
     for condition in conditions:
         if condition.holds(_value(condition, history[-1])):
@@ -296,7 +301,14 @@ def _eta(conditions: Sequence[Condition], history: Sequence[MemorySample]) -> st
             return "ETA: measuring"
         eta = seconds_until(points, condition.threshold_bytes)
         if eta is None:
-            return f"ETA unknown: {condition.label} is not moving toward the goal"
+            rate = slope(points) or 0.0
+            trend = "falling" if rate < 0 else "rising" if rate > 0 else "not moving"
+            return f"not reachable at the current rate: {condition.label} is {trend}"
+        if eta > remaining_s:
+            return (
+                f"not reachable before --timeout at the current rate "
+                f"({condition.label} would need {describe_duration(eta, tenths=True)})"
+            )
         etas.append(eta)
     fit = f"fit over {len(history)} samples"
     return f"ETA {describe_duration(max(etas), tenths=True)} ({fit})" if etas else ""
@@ -362,9 +374,15 @@ def _size(value: int | None) -> str:
 
 
 def _rate(value: float | None) -> str:
+    """A rate in GiB/s with its sign; a rate that rounds to zero is +0.00, never -0.00.
+
+    >>> _rate(-1.0), _rate(-3 * 2**30), _rate(None)
+    ('+0.00 GiB/s', '-3.00 GiB/s', '')
+    """
     if value is None:
         return ""
-    return f"{value / (1 << 30):+.2f} GiB/s"
+    shown = round(value / (1 << 30), 2) or 0.0
+    return f"{shown:+.2f} GiB/s"
 
 
 def _out(text: str) -> None:

@@ -99,6 +99,8 @@ def _free_name(parent: Path, base: str) -> Path:
 def load(path: Path) -> tuple[Manifest, dict[str, Captured]]:
     """Read a bundle back, verifying every raw file against its sha256 in the manifest."""
     manifest_path = path / MANIFEST
+    if not path.exists():
+        raise BundleError(f"{path}: does not exist")
     if not manifest_path.is_file():
         raise BundleError(f"{path}: not a forensics bundle (no {MANIFEST})")
     try:
