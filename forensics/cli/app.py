@@ -28,9 +28,15 @@ Exit status: 0 collected, no finding at or above --fail-on; 1 collected with suc
 unknown or changed, deadline hit before anything came back).
 """
 
-# The usage errors of the click underneath typer (its own copy in recent typer) share this
-# base with typer's public BadParameter.
-ClickUsageError: type[Exception] = typer.BadParameter.__mro__[1]
+
+def _click_base(name: str) -> type[Exception]:
+    """A base class of typer's public BadParameter: the errors of the click underneath
+    typer (its own copy in recent typer), whichever click that is."""
+    return next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == name)
+
+
+ClickUsageError = _click_base("UsageError")
+ClickError = _click_base("ClickException")
 
 app = typer.Typer(
     name="forensics",
@@ -85,6 +91,9 @@ def main() -> None:
             sys.stderr.write(_context(error).get_help() + "\n")
             sys.exit(EXIT_USAGE)
         _fail(usage_line(error), EXIT_USAGE)
+    except ClickError as error:
+        said: Any = error
+        _fail(str(said.format_message()), int(said.exit_code))
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
     except (KeyboardInterrupt, typer.Abort):
