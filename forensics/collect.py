@@ -26,7 +26,7 @@ def collect(target: Target, options: CollectOptions, out: Path) -> HostReport:
     except KeyError as error:
         raise UsageError(f"unknown probe {error.args[0]!r}") from error
     specs = [spec for probe in probes for spec in probe.sections(options)]
-    script = compose(specs)
+    script = compose(specs, focus=options.focus)
     started = datetime.now(UTC)
     outcome = run(target, script, time.monotonic() + options.timeout)
     finished = datetime.now(UTC)

@@ -1,8 +1,9 @@
 """cgroup: which memory cgroups this host or container lives in, what they allow and use,
 and what they counted.
 
-Runs on the host (one section; shell builtins find the cgroups and walk their ancestors,
-one ``head`` reads every file; ``--focus`` adds one ``head | tr | grep`` over /proc)::
+Runs on the host ``cgroup.sh`` (one section; shell builtins find the cgroups and walk their
+ancestors, one ``head`` reads every file; ``--focus`` adds the focus processes, found by
+``_fx_focus``)::
 
     mount / /sys/fs/cgroup tmpfs tmpfs rw,mode=755
     mount / /sys/fs/cgroup/memory cgroup cgroup rw,memory
@@ -44,15 +45,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from forensics.core.cgroup_paths import UNLIMITED_AT, V1_ROOT, V2_ROOT
+from forensics.core.evidence import cite
+from forensics.core.focus import FocusProcess
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
+from forensics.core.numbers import parse_int
 from forensics.core.pressure import Pressure, parse_pressure
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.remote.file_dump import DumpedFile, dumped_files
-from forensics.remote.host_script import shell_quote
+from forensics.remote.host_script import probe_shell
 
 SECTION = "cgroup"
-V1_ROOT = "/sys/fs/cgroup/memory"
-V2_ROOT = "/sys/fs/cgroup"
 UNIFIED_CONTROLLERS = "/sys/fs/cgroup/unified/cgroup.controllers"
 V1_FILES = (
     "memory.oom_control",
@@ -82,9 +85,7 @@ V1_MARKER = "memory.usage_in_bytes"
 V2_MARKER = "cgroup.controllers"
 # v1 "unlimited" is PAGE_COUNTER_MAX pages rounded to the page size (9223372036854771712 with
 # 4 KiB pages); anything this large is no limit at all.
-UNLIMITED_AT = 1 << 62
 FOCUS_PIDS_MAX = 8
-FOCUS_BYTES_PER_FILE = 4096
 ROLES = ("root", "pid1", "self", "focus")
 # v2 memory.stat keys that are kernel memory; `kernel` (5.18+) already holds all but sock.
 KERNEL_PARTS = (
@@ -100,124 +101,22 @@ KERNEL_PARTS = (
 _INSIDE_KERNEL_KEY = ("kernel_stack", "pagetables", "percpu", "vmalloc", "slab_unreclaimable",
                       "slab_reclaimable")  # fmt: skip
 
-_PRELUDE = f"""\
-_cg() {{
-  _v1=; _v2=
-  [ -r "$1" ] || return 0
-  while IFS=: read -r _ c p; do
-    case ",$c," in
-      *,memory,*) echo "$2 v1 $p"; _v1=$p ;;
-      ,,) echo "$2 v2 $p"; _v2=$p ;;
-    esac
-  done <"$1"
-}}
-_rel() {{
-  _p=$2
-  if [ "$1" != / ]; then
-    case $2 in "$1") _p=/ ;; "$1"/*) _p=${{2#"$1"}} ;; esac
-  fi
-}}
-_files='{UNIFIED_CONTROLLERS}'; _seen=
-_dir() {{
-  case "$_seen" in *"|$1$2|"*) return 0 ;; esac
-  _seen="$_seen|$1$2|"
-  if [ "$1" = 1 ]; then _d={V1_ROOT}; _fl="{" ".join(V1_FILES)}"; _mk={V1_MARKER}
-  else _d={V2_ROOT}; _fl="{" ".join(V2_FILES)}"; _mk={V2_MARKER}
-  fi
-  [ "$2" = / ] || _d="$_d$2"
-  [ -e "$_d/$_mk" ] || return 0
-  echo "dir $1 $2"
-  for f in $_fl; do _files="$_files
-$_d/$f"; done
-}}
-_want() {{
-  case $3 in /*) ;; *) return 0 ;; esac
-  echo "want $1 $2 $3"
-  _a=$3
-  while :; do
-    _dir "$1" "$_a"
-    case $_a in /) break ;; esac
-    _a=${{_a%/*}}; [ -n "$_a" ] || _a=/
-  done
-}}
-_both() {{
-  if [ -n "$_v1" ]; then _rel "$_r1" "$_v1"; _want 1 "$1" "$_p"; fi
-  if [ -n "$_v2" ]; then _rel "$_r2" "$_v2"; _want 2 "$1" "$_p"; fi
-}}
-_r1=/; _r2=/
-if [ -r /proc/self/mountinfo ]; then
-  while read -r _ _ _ _root _mp _ _rest; do
-    case $_mp in /sys/fs/cgroup|/sys/fs/cgroup/*) ;; *) continue ;; esac
-    _fs=${{_rest#*- }}
-    echo "mount $_root $_mp $_fs"
-    case $_mp in
-      {V1_ROOT}) _r1=$_root ;;
-      {V2_ROOT}) case $_fs in cgroup2\\ *) _r2=$_root ;; esac ;;
-    esac
-  done </proc/self/mountinfo
-fi
-if [ -r /proc/vmstat ]; then
-  while read -r k v; do
-    if [ "$k" = oom_kill ]; then echo "vmstat_oom_kill $v"; fi
-  done </proc/vmstat
-fi
-"""
-
-# Processes of our own session (this script, its grep, the login shell) and the collector
-# that started the session (the local CLI) are left out: their command lines hold the regex.
-_FOCUS = f"""\
-read -r _st </proc/$$/stat; _st=${{_st##*) }}; set -- $_st; _sid=$4; _collector=
-if [ -r "/proc/$_sid/stat" ]; then
-  read -r _st <"/proc/$_sid/stat"; _st=${{_st##*) }}; set -- $_st; _collector=$2
-fi
-_focus=$(head -v -c {FOCUS_BYTES_PER_FILE} /proc/[0-9]*/comm /proc/[0-9]*/cmdline 2>/dev/null \\
-  | tr '\\000' ' ' \\
-  | grep -E -e '^==> /proc/[0-9]+/(comm|cmdline) <==$' -e @PATTERN@ 2>&1 \\
-  | {{ _h=; _n=0; _got=' '
-      while IFS= read -r _l; do
-        case $_l in
-          "==> /proc/"*"/comm <=="|"==> /proc/"*"/cmdline <==")
-            _h=${{_l#==> /proc/}}; _h=${{_h%%/*}}; continue ;;
-        esac
-        if [ -z "$_h" ]; then echo "focus_error $_l"; continue; fi
-        case $_got in *" $_h "*) continue ;; esac
-        _got="$_got$_h "
-        [ -r "/proc/$_h/stat" ] || continue
-        read -r _st <"/proc/$_h/stat"; _st=${{_st##*) }}; set -- $_st
-        if [ "$4" = "$_sid" ] || [ "$_h" = "$_collector" ]; then continue; fi
-        _n=$((_n + 1))
-        if [ "$_n" -le {FOCUS_PIDS_MAX} ]; then echo "focus_pid $_h"
-        elif [ "$_n" -eq {FOCUS_PIDS_MAX + 1} ]; then echo focus_more
-        fi
-      done; }})
-while IFS= read -r _l; do
-  case $_l in
-    "focus_pid "*)
-      _fp=${{_l#focus_pid }}; _c=
-      if [ -r "/proc/$_fp/comm" ]; then read -r _c <"/proc/$_fp/comm"; fi
-      echo "focus_name $_fp $_c"
-      _cg "/proc/$_fp/cgroup" "focus $_fp"; _both focus ;;
-    ?*) echo "$_l" ;;
-  esac
-done <<_FX_FOCUS_
-$_focus
-_FX_FOCUS_
-"""
-
-_DUMP = """\
-IFS='
-'
-set -f
-head -v -c 65536 $_files
-"""
-
 
 def shell(options: CollectOptions) -> str:
-    """The section's shell text; ``--focus`` adds the process search."""
-    roots = "_want 1 root /\n_want 2 root /\n"
-    mine = "_cg /proc/1/cgroup pid1; _both pid1\n_cg /proc/self/cgroup self; _both self\n"
-    focus = _FOCUS.replace("@PATTERN@", shell_quote(options.focus)) if options.focus else ""
-    return _PRELUDE + roots + mine + focus + _DUMP
+    """The section's shell text (``cgroup.sh``); ``--focus`` adds the focus processes."""
+    return probe_shell(
+        __name__,
+        {
+            "v1_root": V1_ROOT,
+            "v2_root": V2_ROOT,
+            "v1_files": " ".join(V1_FILES),
+            "v2_files": " ".join(V2_FILES),
+            "v1_marker": V1_MARKER,
+            "v2_marker": V2_MARKER,
+            "unified_controllers": UNIFIED_CONTROLLERS,
+            "focus_most": FOCUS_PIDS_MAX if options.focus else None,
+        },
+    )
 
 
 class CgroupMount(BaseModel):
@@ -228,15 +127,6 @@ class CgroupMount(BaseModel):
     fstype: str
     source: str = ""
     options: str = Field(default="", description="Super options, e.g. rw,memory.")
-
-
-class FocusProcess(BaseModel):
-    """A host process that matched ``--focus``, and where it sits."""
-
-    pid: int
-    name: str | None = None
-    cgroup_v1: str | None = None
-    cgroup_v2: str | None = None
 
 
 class CgroupCounters(BaseModel):
@@ -310,7 +200,7 @@ class CgroupCounters(BaseModel):
         return self.effective_limit_bytes is not None and self.effective_limit_cgroup is None
 
 
-class CgroupFacts(BaseModel):
+class CgroupFacts(ProbeFacts):
     layout: Literal["v1", "v2", "hybrid", "none"] | None = Field(
         default=None,
         description="From the files present: v1 memory files, a v2 root (cgroup.controllers) "
@@ -351,7 +241,6 @@ class CgroupFacts(BaseModel):
         default=None, description="Kernel-wide OOM kills since boot (/proc/vmstat)."
     )
     vmstat_evidence: EvidenceRef | None = None
-    unavailable: str | None = None
 
     def counted_oom_kills(self) -> int | None:
         """OOM kills counted by the cgroups we looked at (their largest counter), or None.
@@ -444,9 +333,8 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     >>> job.oom_kill_evidence.first_line, job.working_set_bytes, job.effective_limit_cgroup
     (20, 1027604480, '/job')
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return CgroupFacts(unavailable=reason, focus_pattern=options.focus)
     facts = CgroupFacts(focus_pattern=options.focus)
     listing = _Listing()
@@ -485,8 +373,8 @@ def _read_line(facts: CgroupFacts, listing: _Listing, number: int, line: str) ->
     key = words[0]
     if len(words) >= 3 and key in ("pid1", "self") and words[1] in ("v1", "v2"):
         setattr(facts, f"{key}_cgroup_{words[1]}", line.split(" ", 2)[2])
-    elif key == "vmstat_oom_kill" and len(words) == 2 and _int(words[1]) is not None:
-        facts.vmstat_oom_kill = _int(words[1])
+    elif key == "vmstat_oom_kill" and len(words) == 2 and parse_int(words[1]) is not None:
+        facts.vmstat_oom_kill = parse_int(words[1])
         facts.vmstat_evidence = _ref(number, line)
     elif key == "want" and len(words) == 4 and words[1] in ("1", "2") and words[2] in ROLES:
         listing.wants.append((_version(words[1]), words[2], words[3]))
@@ -495,7 +383,7 @@ def _read_line(facts: CgroupFacts, listing: _Listing, number: int, line: str) ->
     elif key == "mount":
         _read_mount(facts, line)
     elif key.startswith("focus"):
-        _read_focus(facts, line)
+        _read_focus(facts, number, line)
 
 
 def _version(text: str) -> Literal[1, 2]:
@@ -516,7 +404,7 @@ def _read_mount(facts: CgroupFacts, line: str) -> None:
         )
 
 
-def _read_focus(facts: CgroupFacts, line: str) -> None:
+def _read_focus(facts: CgroupFacts, number: int, line: str) -> None:
     key, _, rest = line.partition(" ")
     if key == "focus_more":
         facts.focus_more = True
@@ -526,23 +414,23 @@ def _read_focus(facts: CgroupFacts, line: str) -> None:
         pid_text, _, name = rest.partition(" ")
         pid = _pid(pid_text)
         if pid is not None:
-            _focus_process(facts, pid).name = name or None
+            _focus_process(facts, pid, number).name = name or None
     elif key == "focus":
         words = rest.split(" ", 2)
         pid = _pid(words[0])
         if len(words) == 3 and pid is not None and words[1] in ("v1", "v2"):
-            setattr(_focus_process(facts, pid), f"cgroup_{words[1]}", words[2])
+            setattr(_focus_process(facts, pid, number), f"cgroup_{words[1]}", words[2])
 
 
 def _pid(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
 
 
-def _focus_process(facts: CgroupFacts, pid: int) -> FocusProcess:
+def _focus_process(facts: CgroupFacts, pid: int, number: int) -> FocusProcess:
     for process in facts.focus_processes:
         if process.pid == pid:
             return process
-    process = FocusProcess(pid=pid)
+    process = FocusProcess(pid=pid, raw_line=number)
     facts.focus_processes.append(process)
     return process
 
@@ -606,14 +494,14 @@ def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
     events = files.get("memory.events")
     if events:
         keyed = _keyed(events)
-        counters.oom = _int(keyed.get("oom"))
-        counters.oom_group_kill = _int(keyed.get("oom_group_kill"))
-        counters.max_events = _int(keyed.get("max"))
-        counters.high_events = _int(keyed.get("high"))
+        counters.oom = parse_int(keyed.get("oom"))
+        counters.oom_group_kill = parse_int(keyed.get("oom_group_kill"))
+        counters.max_events = parse_int(keyed.get("max"))
+        counters.high_events = parse_int(keyed.get("high"))
         counters.oom_kill, counters.oom_kill_evidence = _counter(events, keyed, "oom_kill")
     local = files.get("memory.events.local")
     if local:
-        counters.oom_kill_local = _int(_keyed(local).get("oom_kill"))
+        counters.oom_kill_local = parse_int(_keyed(local).get("oom_kill"))
     counters.usage_bytes = _single(counters, files, "memory.current", "usage")
     counters.peak_bytes = _single(counters, files, "memory.peak", "peak")
     counters.swap_bytes = _number(files.get("memory.swap.current"))
@@ -623,7 +511,7 @@ def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
     if maximum is not None:
         text = maximum.content.strip()
         counters.unlimited = text == "max"
-        counters.limit_bytes = _int(text) if not counters.unlimited else None
+        counters.limit_bytes = parse_int(text) if not counters.unlimited else None
         counters.evidence["limit"] = _single_ref(maximum, f"{counters.path}/memory.max")
     stat = files.get("memory.stat")
     if stat:
@@ -749,7 +637,7 @@ def _keyed(dumped: DumpedFile) -> dict[str, str]:
 def _stat(dumped: DumpedFile) -> dict[str, int]:
     values = {}
     for key, text in _keyed(dumped).items():
-        value = _int(text)
+        value = parse_int(text)
         if value is not None and value >= 0:
             values[key] = value
     return values
@@ -758,7 +646,7 @@ def _stat(dumped: DumpedFile) -> dict[str, int]:
 def _counter(
     dumped: DumpedFile, keyed: dict[str, str], key: str
 ) -> tuple[int | None, EvidenceRef | None]:
-    value = _int(keyed.get(key))
+    value = parse_int(keyed.get(key))
     if value is None:
         return None, None
     index = _key_index(dumped, key)
@@ -792,11 +680,11 @@ def _file_ref(dumped: DumpedFile, index: int, last_index: int | None = None) -> 
     lines = dumped.content.splitlines() or [""]
     last = min(last_index if last_index is not None else index, len(lines) - 1)
     index = min(index, last)
-    return EvidenceRef(
-        section=SECTION,
-        first_line=dumped.line_of(index),
+    return cite(
+        SECTION,
+        dumped.line_of(index),
+        "\n".join(lines[index : last + 1])[:300],
         last_line=dumped.line_of(last),
-        excerpt="\n".join(lines[index : last + 1])[:300],
     )
 
 
@@ -805,34 +693,33 @@ def _single_ref(dumped: DumpedFile, path: str) -> EvidenceRef:
     does not say what it is."""
     header = dumped.first_line - 1
     value = (dumped.content.splitlines() or [""])[0]
-    return EvidenceRef(
-        section=SECTION,
-        first_line=max(header, 1),
+    return cite(
+        SECTION,
+        max(header, 1),
+        f"==> {path} <==\n{value}" if header >= 1 else value,
         last_line=dumped.first_line,
-        excerpt=f"==> {path} <==\n{value}" if header >= 1 else value,
     )
 
 
 def _ref(number: int, line: str) -> EvidenceRef:
-    return EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line)
+    return cite(SECTION, number, line)
 
 
 def _number(dumped: DumpedFile | None) -> int | None:
-    return _int(dumped.content.strip()) if dumped else None
-
-
-def _int(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        return int(text.strip())
-    except ValueError:
-        return None
+    return parse_int(dumped.content.strip()) if dumped else None
 
 
 def _flag(text: str | None) -> bool | None:
-    value = _int(text)
+    value = parse_int(text)
     return None if value is None else value != 0
 
 
-PROBE = Probe(name="cgroup", sections=sections, facts_model=CgroupFacts, parse=parse)
+PROBE = Probe(
+    name="cgroup",
+    run_order=20,
+    report_order=20,
+    sections=sections,
+    facts_model=CgroupFacts,
+    parse=parse,
+    rules_module="forensics.probes.cgroup_rules",
+)

@@ -3,9 +3,9 @@ missing and truncated logs.
 
 Checks ``/``, ``/tmp``, ``/var/log``, the directories of the watched logs (``--log``,
 ``--expect-log``; the nearest directory that exists) and the working directory of the
-focus process, each with ``df -P`` and ``df -P -i``. A path already checked is not checked
-again. Some busybox builds have no ``df -i``: after the first refusal the inode check is
-skipped, and the facts say so::
+focus process, each with ``df -P`` and ``df -P -i`` (``disk.sh``). A path already checked
+is not checked again. Some busybox builds have no ``df -i``: after the first refusal the
+inode check is skipped, and the facts say so::
 
     @ path root /
     @ resolved /
@@ -28,47 +28,24 @@ import re
 
 from pydantic import BaseModel, Field
 
-from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
-from forensics.probes.focus_pids import focus_pids_shell
-from forensics.remote.host_script import shell_quote
+from forensics.core.evidence import cite
+from forensics.core.models import CollectOptions, Finding, SectionSpec, Severity
+from forensics.core.probe import (
+    Captures,
+    Probe,
+    ProbeFacts,
+    RuleContext,
+    open_section,
+)
+from forensics.remote.host_script import probe_shell, shell_quote
 
 SECTION = "disk"
 FULL_PERCENT = 95
+MAX_FOCUS_PROCESSES = 8
 FIXED_PATHS = (("root", "/"), ("tmp", "/tmp"), ("var_log", "/var/log"))
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _DF_LINE = re.compile(r"^(?P<device>.*?)\s+(?P<total>\d+)\s+(?P<used>\d+)\s+(?P<free>\d+)\s+"
                       r"(?P<percent>\d+%|-)\s+(?P<mount>/.*)$")  # fmt: skip
-
-_FUNCTION = """\
-_dk_seen='|'; _dk_noi=
-_dk() {
-  printf '@ path %s %s\\n' "$1" "$2"
-  _d=$3
-  case $_d in '~') _d=$HOME ;; '~/'*) _d=$HOME/${_d#??} ;; esac
-  case $_d in /*) ;; *) _d=/ ;; esac
-  while [ ! -d "$_d" ]; do _d=${_d%/*}; [ -n "$_d" ] || _d=/; done
-  printf '@ resolved %s\\n' "$_d"
-  case $_dk_seen in *"|$_d|"*) echo '@ seen'; return ;; esac
-  _dk_seen="$_dk_seen$_d|"
-  echo '@ df'
-  df -P -- "$_d" 2>&1
-  printf '@ rc %s\\n' "$?"
-  if [ -n "$_dk_noi" ]; then return; fi
-  echo '@ dfi'
-  df -P -i -- "$_d" 2>&1
-  _dk_rc=$?
-  printf '@ rc %s\\n' "$_dk_rc"
-  [ "$_dk_rc" -eq 0 ] || _dk_noi=1
-}
-"""
-
-_FOCUS_CWD = """\
-for _p in $_fp; do
-  [ -d /proc/"$_p"/cwd/ ] || continue
-  _t=$(readlink /proc/"$_p"/cwd 2>/dev/null) && _dk "cwd:$_p" "$_t" /proc/"$_p"/cwd/
-done
-"""
 
 
 class Filesystem(BaseModel):
@@ -95,13 +72,12 @@ class WatchedPath(BaseModel):
     raw_line: int
 
 
-class DiskFacts(BaseModel):
+class DiskFacts(ProbeFacts):
     paths: list[WatchedPath] = Field(default_factory=list)
     filesystems: list[Filesystem] = Field(default_factory=list)
     inodes_unavailable: str | None = Field(
         default=None, description="Why inode use is unknown (e.g. busybox df without -i)."
     )
-    unavailable: str | None = None
 
 
 def watched_directories(options: CollectOptions) -> list[tuple[str, str]]:
@@ -120,12 +96,15 @@ def watched_directories(options: CollectOptions) -> list[tuple[str, str]]:
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
-    lines = [_FUNCTION]
     wanted = [*FIXED_PATHS, *watched_directories(options)]
-    lines += [f"_dk {why} {shell_quote(path)} {shell_quote(path)}" for why, path in wanted]
-    if options.focus:
-        lines += [focus_pids_shell(options.focus), _FOCUS_CWD]
-    return [SectionSpec(name=SECTION, shell="\n".join(lines), timeout_s=20, max_bytes=256 * 1024)]
+    shell = probe_shell(
+        __name__,
+        {
+            "paths": [f"{why} {path}" for why, path in wanted],
+            "focus_most": MAX_FOCUS_PROCESSES if options.focus else None,
+        },
+    )
+    return [SectionSpec(name=SECTION, shell=shell, timeout_s=20, max_bytes=256 * 1024)]
 
 
 def parse(captures: Captures, options: CollectOptions) -> DiskFacts:
@@ -148,9 +127,8 @@ def parse(captures: Captures, options: CollectOptions) -> DiskFacts:
     >>> [(p.why, p.path, p.mount_point) for p in facts.paths]
     [('root', '/', '/'), ('tmp', '/tmp', '/')]
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return DiskFacts(unavailable=reason)
     facts = DiskFacts(unavailable=reason)
     by_mount: dict[str, Filesystem] = {}
@@ -244,21 +222,19 @@ def _full(facts: DiskFacts, filesystem: Filesystem, full: list[str]) -> Finding:
     watched = [p for p in facts.paths if p.mount_point == mount]
     holds = ", ".join(f"{p.path} ({p.why})" for p in watched) or mount
     evidence = [
-        EvidenceRef(
-            section=SECTION,
-            first_line=filesystem.blocks_line,
-            last_line=filesystem.blocks_line,
-            excerpt=f"{filesystem.device} {mount}: {filesystem.used_percent}% used, "
+        cite(
+            SECTION,
+            filesystem.blocks_line,
+            f"{filesystem.device} {mount}: {filesystem.used_percent}% used, "
             f"{filesystem.available_kib} KiB available",
         )
     ]
     if filesystem.inodes_line is not None:
         evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=filesystem.inodes_line,
-                last_line=filesystem.inodes_line,
-                excerpt=f"{mount}: {filesystem.inodes_used_percent}% of "
+            cite(
+                SECTION,
+                filesystem.inodes_line,
+                f"{mount}: {filesystem.inodes_used_percent}% of "
                 f"{filesystem.inodes_total} inodes used",
             )
         )
@@ -288,4 +264,12 @@ def _full(facts: DiskFacts, filesystem: Filesystem, full: list[str]) -> Finding:
     )
 
 
-PROBE = Probe(name="disk", sections=sections, facts_model=DiskFacts, parse=parse, rules=rules)
+PROBE = Probe(
+    name="disk",
+    run_order=40,
+    report_order=70,
+    sections=sections,
+    facts_model=DiskFacts,
+    parse=parse,
+    rules=rules,
+)

@@ -31,8 +31,18 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.evidence import cite
+from forensics.core.models import CollectOptions, Finding, SectionSpec, Severity
+from forensics.core.numbers import parse_float, parse_int
+from forensics.core.probe import (
+    Captures,
+    Probe,
+    ProbeFacts,
+    RuleContext,
+    open_section,
+)
+from forensics.core.timeline_event import GPU_FAILURE, TimelineEvent
+from forensics.remote.host_script import ShellValue, probe_shell
 
 SECTION = "gpu"
 MAIN_FIELDS = (
@@ -75,20 +85,6 @@ FAILURES = (
     ("nvml_failed", re.compile(r"Failed to initialize NVML", re.I)),
 )
 UNSUPPORTED_FIELD = re.compile(r"is not a valid field to query", re.I)
-
-_SHELL = """\
-echo "clock $(date +%s)"
-if ! command -v nvidia-smi >/dev/null 2>&1; then echo "@ absent"; exit 0; fi
-_gq() {
-  printf '@ run %s\\n' "$1"
-  _gn=$1; shift
-  nvidia-smi "$@" --format=csv,nounits >q 2>&1
-  _grc=$?
-  printf '@ exit %s %s\\n' "$_gn" "$_grc"
-  awk -v w=@WIDTH@ '{ print "|" substr($0, 1, w) }' q
-  return "$_grc"
-}
-"""
 
 
 class Gpu(BaseModel):
@@ -133,7 +129,7 @@ class SmiRun(BaseModel):
     message: str | None = Field(default=None, description="Its non-CSV text, if any.")
 
 
-class GpuFacts(BaseModel):
+class GpuFacts(ProbeFacts):
     smi_present: bool | None = Field(default=None, description="None when not known.")
     host_clock: datetime | None = Field(default=None, description="When the queries began.")
     gpus: list[Gpu] = Field(default_factory=list)
@@ -147,16 +143,18 @@ class GpuFacts(BaseModel):
     )
     failure_message: str | None = None
     failure_run: SmiRun | None = None
-    unavailable: str | None = None
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
-    calls = [f"_gq {name} {query}" for name, query in QUERIES]
-    # The main query failing means the others would fail (or hang) too.
-    shell = _SHELL.replace("@WIDTH@", str(LINE_CHARS)) + calls[0] + " || exit 0\n"
-    shell += "\n".join(calls[1:]) + "\n"
+    values: dict[str, ShellValue] = {"line_chars": LINE_CHARS}
+    values.update({f"query_{name}": query for name, query in QUERIES})
     return [
-        SectionSpec(name=SECTION, shell=shell, timeout_s=options.gpu_timeout, max_bytes=256 * 1024)
+        SectionSpec(
+            name=SECTION,
+            shell=probe_shell(__name__, values),
+            timeout_s=options.gpu_timeout,
+            max_bytes=256 * 1024,
+        )
     ]
 
 
@@ -183,9 +181,8 @@ def parse(captures: Captures, options: CollectOptions) -> GpuFacts:
     >>> a.gpu_uuid, a.pid, a.process_name, a.used_memory_mib, facts.apps_known, facts.failure
     ('GPU-5a1c', 2151960, None, 55310, True, None)
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return GpuFacts(unavailable=reason)
     facts = GpuFacts()
     runs: dict[str, tuple[SmiRun, list[tuple[int, str]]]] = {}
@@ -228,7 +225,7 @@ def _read_run(facts: GpuFacts, name: str, run: SmiRun, lines: list[tuple[int, st
         by_index = {gpu.index: gpu for gpu in facts.gpus}
         for _, values in rows:
             record = dict(zip(header, values, strict=False))
-            gpu = by_index.get(_int(record.get("index")))
+            gpu = by_index.get(_smi_int(record.get("index")))
             if gpu is not None:
                 _extra(gpu, record)
 
@@ -260,20 +257,20 @@ def _is_failure_text(text: str) -> bool:
 def _gpu(header: list[str], number: int, values: list[str]) -> Gpu:
     record = dict(zip(header, values, strict=False))
     return Gpu(
-        index=_int(record.get("index")),
+        index=_smi_int(record.get("index")),
         uuid=_text(record.get("uuid")),
         name=_text(record.get("name")),
         bus_id=_text(record.get("pci.bus_id")),
         driver_version=_text(record.get("driver_version")),
-        memory_used_mib=_int(record.get("memory.used")),
-        memory_total_mib=_int(record.get("memory.total")),
-        utilization_percent=_int(record.get("utilization.gpu")),
-        temperature_c=_int(record.get("temperature.gpu")),
-        power_draw_w=_float(record.get("power.draw")),
-        ecc_corrected_volatile=_int(record.get("ecc.errors.corrected.volatile.total")),
-        ecc_uncorrected_volatile=_int(record.get("ecc.errors.uncorrected.volatile.total")),
-        ecc_corrected_aggregate=_int(record.get("ecc.errors.corrected.aggregate.total")),
-        ecc_uncorrected_aggregate=_int(record.get("ecc.errors.uncorrected.aggregate.total")),
+        memory_used_mib=_smi_int(record.get("memory.used")),
+        memory_total_mib=_smi_int(record.get("memory.total")),
+        utilization_percent=_smi_int(record.get("utilization.gpu")),
+        temperature_c=_smi_int(record.get("temperature.gpu")),
+        power_draw_w=_smi_float(record.get("power.draw")),
+        ecc_corrected_volatile=_smi_int(record.get("ecc.errors.corrected.volatile.total")),
+        ecc_uncorrected_volatile=_smi_int(record.get("ecc.errors.uncorrected.volatile.total")),
+        ecc_corrected_aggregate=_smi_int(record.get("ecc.errors.corrected.aggregate.total")),
+        ecc_uncorrected_aggregate=_smi_int(record.get("ecc.errors.uncorrected.aggregate.total")),
         raw_line=number,
     )
 
@@ -289,9 +286,9 @@ def _app(header: list[str], number: int, values: list[str]) -> ComputeApp:
     record = dict(zip(header, values, strict=False))
     return ComputeApp(
         gpu_uuid=_text(record.get("gpu_uuid")),
-        pid=_int(record.get("pid")),
+        pid=_smi_int(record.get("pid")),
         process_name=_text(record.get("process_name")),
-        used_memory_mib=_int(record.get("used_gpu_memory")),
+        used_memory_mib=_smi_int(record.get("used_gpu_memory")),
         raw_line=number,
     )
 
@@ -346,26 +343,19 @@ def _number_text(value: str | None) -> str | None:
     return re.sub(r"\s*(MiB|%|W|MHz|C)$", "", text)
 
 
-def _int(value: str | None) -> int | None:
+def _smi_int(value: str | None) -> int | None:
+    """An nvidia-smi field as a whole number, its unit dropped ("1024 MiB", "87.00 %")."""
     text = _number_text(value)
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return int(float(text))
-    except (ValueError, OverflowError):
-        return None
+    whole = parse_int(text)
+    if whole is not None:
+        return whole
+    number = parse_float(text)
+    return None if number is None else int(number)
 
 
-def _float(value: str | None) -> float | None:
-    text = _number_text(value)
-    try:
-        return float(text) if text is not None else None
-    except ValueError:
-        return None
+def _smi_float(value: str | None) -> float | None:
+    """An nvidia-smi field as a number, its unit dropped ("245.31 W")."""
+    return parse_float(_number_text(value))
 
 
 def _yes(value: str | None) -> bool | None:
@@ -416,11 +406,10 @@ def _held(gpu: Gpu) -> Finding:
         ],
         subject={"gpu": gpu.index, "uuid": gpu.uuid, "memory_used_mib": gpu.memory_used_mib},
         evidence=[
-            EvidenceRef(
-                section=SECTION,
-                first_line=gpu.raw_line,
-                last_line=gpu.raw_line,
-                excerpt=f"GPU {gpu.index}: {gpu.memory_used_mib} MiB used, no compute app listed",
+            cite(
+                SECTION,
+                gpu.raw_line,
+                f"GPU {gpu.index}: {gpu.memory_used_mib} MiB used, no compute app listed",
             )
         ],
     )
@@ -463,15 +452,31 @@ def _ecc(gpu: Gpu) -> Finding | None:
             "Drain the GPU; reset it (nvidia-smi -r) or reboot; if errors persist, open an RMA",
         ],
         subject={"gpu": gpu.index, "uuid": gpu.uuid},
-        evidence=[
-            EvidenceRef(
-                section=SECTION,
-                first_line=gpu.raw_line,
-                last_line=gpu.raw_line,
-                excerpt=f"GPU {gpu.index}: {said}",
-            )
-        ],
+        evidence=[cite(SECTION, gpu.raw_line, f"GPU {gpu.index}: {said}")],
     )
 
 
-PROBE = Probe(name="gpu", sections=sections, facts_model=GpuFacts, parse=parse, rules=rules)
+def timeline(facts: GpuFacts) -> list[TimelineEvent]:
+    if facts.failure is None or facts.host_clock is None:
+        return []
+    return [
+        TimelineEvent(
+            time=facts.host_clock,
+            source=SECTION,
+            line=facts.failure_run.first_line if facts.failure_run else None,
+            kind=GPU_FAILURE,
+            text=f"nvidia-smi failed ({facts.failure}): {facts.failure_message}",
+        )
+    ]
+
+
+PROBE = Probe(
+    name="gpu",
+    run_order=90,
+    report_order=40,
+    sections=sections,
+    facts_model=GpuFacts,
+    parse=parse,
+    timeline=timeline,
+    rules=rules,
+)

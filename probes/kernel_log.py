@@ -1,7 +1,7 @@
 """kernel_log: the kernel's own record of OOM kills, crashes, hangs, GPU and hardware errors.
 
-Runs on the host (one section). It tries the sources in order, keeps the first that
-answers, and says why each one that did not answer failed::
+Runs ``kernel_log.sh`` on the host (one section). It tries the sources in order, keeps the
+first that answers, and says why each one that did not answer failed::
 
     dmesg_restrict 1
     btime 1764441600
@@ -37,14 +37,16 @@ so (``filtered KEPT CAP``). The counters of the memory cgroups that OOM lines na
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from forensics.core.cgroup_paths import V1_ROOT, V2_ROOT
+from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.numbers import parse_float, parse_int
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.kernel.faults import UserFault, find_faults
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
 from forensics.kernel.lines import Clock, KernelLine, read_lines
@@ -52,6 +54,7 @@ from forensics.kernel.machine_checks import MachineCheck, find_machine_checks
 from forensics.kernel.oom_report import OomKill, find_oom_kills
 from forensics.kernel.xid import XidEvent, find_xids
 from forensics.remote.file_dump import DumpedFile, dumped_files
+from forensics.remote.host_script import probe_shell
 
 SECTION = "kernel_log"
 MARKER = "=== kernel log ==="
@@ -62,8 +65,6 @@ MEMCG_PATHS_READ = 16
 # workload runs in the kernel's first seconds.
 BOOT_SLACK_S = 10.0
 SYSLOG_TAIL_LINES = 200_000
-V1_ROOT = "/sys/fs/cgroup/memory"
-V2_ROOT = "/sys/fs/cgroup"
 INTERESTING = (
     "oom|Out of memory|out of memory|Killed process|Kill process|callbacks suppressed|"
     "memory: usage|Task in |cpuset=|segfault at|general protection|traps: |"
@@ -71,73 +72,20 @@ INTERESTING = (
 )
 FILE_SOURCES = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
 
-SHELL = f"""\
-_r=unreadable; read -r _r </proc/sys/kernel/dmesg_restrict 2>/dev/null
-echo "dmesg_restrict $_r"
-while read -r _k _v _x; do if [ "$_k" = btime ]; then echo "btime $_v"; fi; done </proc/stat
-_u=; read -r _u _x </proc/uptime 2>/dev/null; echo "uptime $_u"
-echo "utc_offset $(date +%z 2>/dev/null)"
-_src=
-_tried() {{
-  _l=; IFS= read -r _l <kl.err
-  if [ "$1" = "$_src" ]; then echo "tried $1 $2 ok"
-  elif [ -n "$_l" ]; then echo "tried $1 $2 $_l"
-  else echo "tried $1 $2 $3"; fi
-}}
-: >kl.err
-if command -v dmesg >/dev/null 2>&1; then
-  dmesg >kl.out 2>kl.err; _rc=$?
-  if [ "$_rc" -eq 0 ] && [ -s kl.out ]; then _src=dmesg; fi
-  _tried dmesg "$_rc" "printed nothing"
-else
-  echo "tried dmesg 127 not installed"
-fi
-if [ -z "$_src" ]; then
-  if command -v journalctl >/dev/null 2>&1; then
-    journalctl -k -b --no-pager -q -o short-monotonic >kl.out 2>kl.err; _rc=$?
-    if [ "$_rc" -eq 0 ] && grep -q '^\\[' kl.out; then _src=journalctl; fi
-    _tried journalctl "$_rc" "no kernel messages for this boot"
-  else
-    echo "tried journalctl 127 not installed"
-  fi
-fi
-for _f in {" ".join(FILE_SOURCES)}; do
-  if [ -n "$_src" ]; then break; fi
-  if [ ! -e "$_f" ]; then echo "tried $_f 127 absent"; continue; fi
-  : >kl.err
-  tail -n {SYSLOG_TAIL_LINES} "$_f" 2>kl.err | grep -F ' kernel: ' >kl.out; _rc=$?
-  if [ -s kl.out ]; then _src=$_f; fi
-  _tried "$_f" "$_rc" "no kernel lines"
-done
-if [ -z "$_src" ]; then echo "source none"; exit 0; fi
-echo "source $_src"
-_b=$(wc -c <kl.out); _b=$((_b + 0)); echo "log_bytes $_b"
-_n=$(wc -l <kl.out); _n=$((_n + 0)); echo "log_lines $_n"
-set -f
-_files=
-# The most recently named cgroups first: on a host with many OOM kills the one in question
-# is usually the last, and only {MEMCG_PATHS_READ} are read.
-for _p in $(grep -o -E '(oom_memcg=|task_memcg=|Task in |limit of )/[^, ]*' kl.out |
-            sed 's/^[^/]*//' |
-            awk '{{ p[NR] = $0 }} END {{ for (i = NR; i > 0; i--) if (!s[p[i]]++) print p[i] }}' |
-            head -n {MEMCG_PATHS_READ}); do
-  case $_p in /|*..*) continue ;; esac
-  echo "memcg $_p"
-  _files="$_files {V1_ROOT}$_p/memory.oom_control {V1_ROOT}$_p/memory.failcnt"
-  _files="$_files {V2_ROOT}$_p/memory.events {V2_ROOT}$_p/memory.events.local"
-done
-if [ "$_b" -gt {LOG_BYTES_KEPT} ]; then
-  grep -E -C {CONTEXT_LINES} -e '{INTERESTING}' kl.out >kl.cut 2>/dev/null
-  if [ $? -gt 1 ]; then grep -E -e '{INTERESTING}' kl.out >kl.cut; fi
-  _c=$(wc -c <kl.cut); echo "filtered $((_c + 0)) {LOG_BYTES_KEPT}"
-fi
-# shellcheck disable=SC2086 # split on purpose (set -f): one head for every file
-if [ -n "$_files" ]; then head -v -c 4096 $_files 2>/dev/null; fi
-echo; echo '{MARKER}'
-if [ "$_b" -gt {LOG_BYTES_KEPT} ]; then head -n 1 kl.out; tail -c {LOG_BYTES_KEPT} kl.cut
-else cat kl.out; fi
-rm -f kl.out kl.err kl.cut
-"""
+SHELL = probe_shell(
+    __name__,
+    {
+        "file_sources": " ".join(FILE_SOURCES),
+        "syslog_tail_lines": SYSLOG_TAIL_LINES,
+        "memcg_paths_read": MEMCG_PATHS_READ,
+        "log_bytes_kept": LOG_BYTES_KEPT,
+        "context_lines": CONTEXT_LINES,
+        "interesting": INTERESTING,
+        "v1_root": V1_ROOT,
+        "v2_root": V2_ROOT,
+        "marker": MARKER,
+    },
+)
 
 Source = Literal["dmesg", "journalctl", "file"]
 
@@ -166,7 +114,7 @@ class MemcgCounters(BaseModel):
     evidence: EvidenceRef | None = Field(default=None, description="The oom_kill line.")
 
 
-class KernelLogFacts(BaseModel):
+class KernelLogFacts(ProbeFacts):
     source: str | None = Field(default=None, description="The source that answered, if any.")
     attempts: list[LogSourceAttempt] = Field(default_factory=list)
     dmesg_restrict: int | None = None
@@ -196,7 +144,6 @@ class KernelLogFacts(BaseModel):
     incomplete: str | None = Field(
         default=None, description="Why what was read may be missing its end."
     )
-    unavailable: str | None = Field(default=None, description="Why no log could be read.")
 
     @property
     def readable(self) -> bool:
@@ -256,9 +203,8 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
     >>> [(c.cgroup, c.oom_kill, c.evidence.first_line) for c in facts.memcg_counters]
     [('/job', 1, 13)]
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return KernelLogFacts(unavailable=reason)
     facts = KernelLogFacts(incomplete=captured.result.problem())
     head, log_text, log_first_line = _split(captured.text)
@@ -302,11 +248,11 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
     for number, line in enumerate(head.split("\n==> ", 1)[0].splitlines(), start=1):
         key, _, value = line.partition(" ")
         if key == "dmesg_restrict":
-            facts.dmesg_restrict = _int(value)
-        elif key == "btime" and _int(value) is not None:
-            facts.boot_time = _epoch(_int(value))
+            facts.dmesg_restrict = parse_int(value)
+        elif key == "btime" and parse_int(value) is not None:
+            facts.boot_time = _epoch(parse_int(value))
         elif key == "uptime":
-            facts.uptime_s = _float(value)
+            facts.uptime_s = parse_float(value, minimum=0)
         elif key == "utc_offset" and value:
             facts.utc_offset = value.strip()
         elif key == "tried":
@@ -314,11 +260,11 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
         elif key == "source" and value and value != "none":
             facts.source = value
         elif key in ("log_bytes", "log_lines"):
-            setattr(facts, key, _int(value))
+            setattr(facts, key, parse_int(value))
         elif key == "filtered":
             kept, _, cap = value.partition(" ")
             facts.filtered = True
-            facts.filtered_bytes, facts.cap_bytes = _int(kept), _int(cap)
+            facts.filtered_bytes, facts.cap_bytes = parse_int(kept), parse_int(cap)
         elif key == "memcg" and value.startswith("/"):
             memcg_paths.append(value)
     return memcg_paths
@@ -329,10 +275,10 @@ def _attempt(value: str, number: int, line: str) -> LogSourceAttempt:
     status, _, said = rest.partition(" ")
     return LogSourceAttempt(
         source=source,
-        exit_status=_int(status),
+        exit_status=parse_int(status),
         answered=said == "ok",
         said=said or "?",
-        evidence=EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line),
+        evidence=cite(SECTION, number, line),
     )
 
 
@@ -364,9 +310,9 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
                     cgroup=cgroup,
                     directory=V1_ROOT + cgroup,
                     version=1,
-                    oom_kill=_int(keyed.get("oom_kill", "")),
+                    oom_kill=parse_int(keyed.get("oom_kill", "")),
                     under_oom=_flag(keyed.get("under_oom")),
-                    failcnt=_int(_content(files.get(f"{V1_ROOT}{cgroup}/memory.failcnt"))),
+                    failcnt=parse_int(_content(files.get(f"{V1_ROOT}{cgroup}/memory.failcnt"))),
                     evidence=_line_of(control, "oom_kill"),
                 )
             )
@@ -378,9 +324,9 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
                     cgroup=cgroup,
                     directory=V2_ROOT + cgroup,
                     version=2,
-                    oom_kill=_int(keyed.get("oom_kill", "")),
-                    oom=_int(keyed.get("oom", "")),
-                    oom_kill_local=_int(_keyed(local).get("oom_kill", "")) if local else None,
+                    oom_kill=parse_int(keyed.get("oom_kill", "")),
+                    oom=parse_int(keyed.get("oom", "")),
+                    oom_kill_local=parse_int(_keyed(local).get("oom_kill", "")) if local else None,
                     evidence=_line_of(events, "oom_kill"),
                 )
             )
@@ -409,12 +355,7 @@ def _read_reach(facts: KernelLogFacts, lines: list[KernelLine]) -> None:
         if lines and lines[0].message.startswith("Linux version "):
             earliest, facts.reaches_boot = lines[0], True
     if earliest is not None:
-        facts.earliest_evidence = EvidenceRef(
-            section=SECTION,
-            first_line=earliest.number,
-            last_line=earliest.number,
-            excerpt=earliest.text[:400],
-        )
+        facts.earliest_evidence = cite(SECTION, earliest.number, earliest.text[:400])
 
 
 def _wall(line: KernelLine) -> datetime:
@@ -458,7 +399,7 @@ def _line_of(dumped: DumpedFile, key: str) -> EvidenceRef | None:
     for index, line in enumerate(dumped.content.splitlines()):
         if line.split(None, 1)[:1] == [key]:
             number = dumped.line_of(index)
-            return EvidenceRef(section=SECTION, first_line=number, last_line=number, excerpt=line)
+            return cite(SECTION, number, line)
     return None
 
 
@@ -475,24 +416,17 @@ def _epoch(seconds: int | None) -> datetime | None:
         return None
 
 
-def _int(text: str) -> int | None:
-    text = text.strip()
-    if text[:1] == "-":
-        return -int(text[1:]) if text[1:].isdecimal() else None
-    return int(text) if text.isdecimal() else None
-
-
-def _float(text: str) -> float | None:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
-
-
 def _flag(text: str | None) -> bool | None:
-    value = _int(text) if text is not None else None
+    value = parse_int(text) if text is not None else None
     return None if value is None else value != 0
 
 
-PROBE = Probe(name="kernel_log", sections=sections, facts_model=KernelLogFacts, parse=parse)
+PROBE = Probe(
+    name="kernel_log",
+    run_order=60,
+    report_order=80,
+    sections=sections,
+    facts_model=KernelLogFacts,
+    parse=parse,
+    rules_module="forensics.probes.kernel_log_rules",
+)

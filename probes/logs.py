@@ -12,20 +12,21 @@ anywhere in the file (``grep -n``: counted, only the first and last few sent)::
     btime 1764441600
     clock 1764450000
     clk_tck 100
-    focus-pid 4242 4242 (cuzk) S 1 4242 4242 0 -1 4194560 ... 840000 ...
+    focus_pid 4242 4242 (cuzk) S 1 4242 4242 0 -1 4194560 ... 840000 ...
     glob /work/logs/bench*.log
     file glob /work/logs/bench.log
     stat 4089 1764442402 0 root
     tail
     |[prove] loading params
     |[prove] CUDA error: out of memory
-    tail-read 41
+    tail_read 41
     errors
     |40:[prove] CUDA error: out of memory
-    errors-count 1
-    expected-missing /var/log/supervisor.log
+    errors_count 1
+    expected_missing /var/log/supervisor.log
 
-Every line of file content starts with ``|``, so no log line can pass for a record.
+Every line of file content starts with ``|``, so no log line can pass for a record. The
+host runs ``logs.sh``; the focus processes come from ``_fx_focus``.
 """
 
 from __future__ import annotations
@@ -35,11 +36,19 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.evidence import cite
+from forensics.core.focus import FocusProcess, parse_focus_line
+from forensics.core.models import CollectOptions, Finding, SectionSpec, Severity
+from forensics.core.probe import (
+    Captures,
+    Probe,
+    ProbeFacts,
+    RuleContext,
+    open_section,
+)
+from forensics.core.timeline_event import LOG_LAST_WRITE, TimelineEvent
 from forensics.core.units import describe_duration
-from forensics.probes.focus_pids import FocusProcess, focus_pids_shell, parse_focus_line
-from forensics.remote.host_script import shell_quote
+from forensics.remote.host_script import probe_shell, shell_quote
 
 SECTION = "logs"
 TAIL_BYTES = 16384
@@ -47,73 +56,13 @@ LINE_CHARS = 400
 ERRORS_KEPT_EACH_END = 5
 MAX_FILES_PER_GLOB = 16
 MAX_OPEN_FILES_PER_PROCESS = 16
+MAX_FOCUS_PROCESSES = 8
 STALE_AFTER_S = 600
 # Matched case-insensitively; the words must not continue another word ("liberror").
 ERROR_PATTERN = (
     "(^|[^a-z0-9_-])(panic|traceback|cuda error|out of memory|std::bad_alloc|killed|segfault"
     "|segmentation fault|fatal|error)"
 )
-COMPRESSED = ("*.gz", "*.xz", "*.zst", "*.bz2", "*.lz4")
-
-_FUNCTIONS = """\
-_lg_emit() {
-  printf 'file %s %s\\n' "$1" "$2"
-  if [ ! -r "$3" ]; then echo unreadable; return; fi
-  stat -L -c 'stat %s %Y %u %U' -- "$3" 2>/dev/null
-  case $2 in @COMPRESSED@) echo compressed; return ;; esac
-  echo tail
-  tail -c "$_lc" -- "$3" 2>/dev/null | awk -v n="$_ln" -v w="$_lw" '{ b[NR % n] = $0 }
-    END { s = NR - n + 1; if (s < 1) s = 1
-          for (i = s; i <= NR; i++) print "|" substr(b[i % n], 1, w)
-          print "tail-read " NR }'
-  echo errors
-  grep -n -a -i -E -e "$_lp" -- "$3" 2>/dev/null | awk -v k="$_lk" -v w="$_lw" '
-    { if (NR <= k) print "|" substr($0, 1, w); else b[NR % k] = $0 }
-    END { s = NR - k + 1; if (s <= k) s = k + 1
-          for (i = s; i <= NR; i++) print "|" substr(b[i % k], 1, w)
-          print "errors-count " NR }'
-}
-_lg_glob() {
-  _g=$1
-  case $_g in '~/'*) _g=$HOME/${_g#??} ;; esac
-  printf 'glob %s\\n' "$_g"
-  (IFS=; ls -1td -- $_g 2>/dev/null) | {
-    _m=0
-    while IFS= read -r _f; do
-      [ -f "$_f" ] || continue
-      _m=$((_m + 1))
-      if [ "$_m" -gt @PERGLOB@ ]; then printf 'glob-more %s\\n' "$_g"; break; fi
-      _lg_emit glob "$_f" "$_f"
-    done
-    [ "$_m" -gt 0 ] || printf 'glob-empty %s\\n' "$_g"
-  }
-}
-_lg_expect() {
-  _e=$1
-  case $_e in '~/'*) _e=$HOME/${_e#??} ;; esac
-  if [ -e "$_e" ]; then printf 'expected-present %s\\n' "$_e"; _lg_emit expected "$_e" "$_e"
-  elif [ -d "${_e%/*}/" ]; then printf 'expected-missing %s\\n' "$_e"
-  else printf 'expected-missing-directory %s\\n' "$_e"
-  fi
-}
-"""
-
-_OPEN_FILES = """\
-for _p in $_fp; do
-  _o=0
-  for _d in /proc/"$_p"/fd/*; do
-    [ -f "$_d" ] || continue
-    _fl=
-    while read -r _a _b; do [ "$_a" = flags: ] && _fl=$_b; done 2>/dev/null \\
-      <"/proc/$_p/fdinfo/${_d##*/}"
-    case $_fl in '' | *[!0-7]*) continue ;; esac
-    [ $((0$_fl & 3)) -ne 0 ] || continue
-    _o=$((_o + 1))
-    if [ "$_o" -gt @PEROPEN@ ]; then printf 'open-capped %s\\n' "$_p"; break; fi
-    _lg_emit "open:$_p:${_d##*/}" "$(readlink "$_d" 2>/dev/null)" "$_d"
-  done
-done
-"""
 
 
 class LogLine(BaseModel):
@@ -162,7 +111,7 @@ class GlobResult(BaseModel):
     raw_line: int
 
 
-class LogsFacts(BaseModel):
+class LogsFacts(ProbeFacts):
     requested: bool = Field(default=False, description="Any --log, --expect-log or --focus.")
     host_clock: datetime | None = None
     boot_time: datetime | None = None
@@ -172,7 +121,6 @@ class LogsFacts(BaseModel):
     focus_processes: list[FocusProcess] = Field(default_factory=list)
     focus_capped: int | None = Field(default=None, description="Matches beyond the cap.")
     focus_error: str | None = Field(default=None, description="grep's complaint about --focus.")
-    unavailable: str | None = None
 
 
 def _requested(options: CollectOptions) -> bool:
@@ -182,26 +130,22 @@ def _requested(options: CollectOptions) -> bool:
 def sections(options: CollectOptions) -> list[SectionSpec]:
     if not _requested(options):
         return []
-    lines = [
-        f"_ln={options.log_lines}; _lc={TAIL_BYTES}; _lw={LINE_CHARS}; _lk={ERRORS_KEPT_EACH_END}",
-        f"_lp={shell_quote(ERROR_PATTERN)}",
-        'echo "limits $_ln $_lc $_lw $_lk"',
-        'while read -r _a _b _; do [ "$_a" = btime ] && echo "btime $_b"; done </proc/stat',
-        'echo "clock $(date +%s)"',
-        'echo "clk_tck $(getconf CLK_TCK 2>/dev/null)"',
-        _FUNCTIONS.replace("@COMPRESSED@", "|".join(COMPRESSED)).replace(
-            "@PERGLOB@", str(MAX_FILES_PER_GLOB)
-        ),
-    ]
-    if options.focus:
-        lines.append(focus_pids_shell(options.focus))
-    lines += [f"_lg_glob {shell_quote(glob)}" for glob in options.logs]
-    lines += [f"_lg_expect {shell_quote(path)}" for path in options.expected_logs]
-    if options.focus:
-        lines.append(_OPEN_FILES.replace("@PEROPEN@", str(MAX_OPEN_FILES_PER_PROCESS)))
-    return [
-        SectionSpec(name=SECTION, shell="\n".join(lines) + "\n", timeout_s=30, max_bytes=2 << 20)
-    ]
+    shell = probe_shell(
+        __name__,
+        {
+            "log_lines": options.log_lines,
+            "tail_bytes": TAIL_BYTES,
+            "line_chars": LINE_CHARS,
+            "errors_kept": ERRORS_KEPT_EACH_END,
+            "error_pattern": ERROR_PATTERN,
+            "per_glob": MAX_FILES_PER_GLOB,
+            "per_process": MAX_OPEN_FILES_PER_PROCESS,
+            "globs": options.logs,
+            "expected": options.expected_logs,
+            "focus_most": MAX_FOCUS_PROCESSES if options.focus else None,
+        },
+    )
+    return [SectionSpec(name=SECTION, shell=shell, timeout_s=30, max_bytes=2 << 20)]
 
 
 class _Reader:
@@ -221,7 +165,8 @@ class _Reader:
             self._content(number, line[1:])
             return
         key, _, value = line.partition(" ")
-        handler = _HANDLERS.get(key)
+        # Bundles of earlier versions name records with hyphens (focus-pid, tail-read).
+        handler = _HANDLERS.get(key.replace("-", "_"))
         if handler is not None:
             handler(self, number, value)
 
@@ -255,7 +200,7 @@ class _Reader:
 
     def _focus_pid(self, number: int, value: str) -> None:
         process = parse_focus_line(
-            "focus-pid " + value, number, self.facts.boot_time, self.clock_ticks
+            "focus_pid " + value, number, self.facts.boot_time, self.clock_ticks
         )
         if process is not None:
             self.facts.focus_processes.append(process)
@@ -360,23 +305,23 @@ _HANDLERS: dict[str, Callable[[_Reader, int, str], None]] = {
     "btime": _Reader._btime,
     "clock": _Reader._clock,
     "clk_tck": _Reader._clk_tck,
-    "focus-pid": _Reader._focus_pid,
-    "focus-capped": _Reader._focus_capped,
-    "focus-error": _Reader._focus_error,
+    "focus_pid": _Reader._focus_pid,
+    "focus_capped": _Reader._focus_capped,
+    "focus_error": _Reader._focus_error,
     "glob": _Reader._glob,
-    "glob-empty": _Reader._glob_empty,
-    "glob-more": _Reader._glob_more,
-    "expected-present": _Reader._expected_present,
-    "expected-missing": _Reader._expected_missing,
-    "expected-missing-directory": _Reader._expected_missing_directory,
+    "glob_empty": _Reader._glob_empty,
+    "glob_more": _Reader._glob_more,
+    "expected_present": _Reader._expected_present,
+    "expected_missing": _Reader._expected_missing,
+    "expected_missing_directory": _Reader._expected_missing_directory,
     "file": _Reader._file,
     "unreadable": _Reader._unreadable,
     "compressed": _Reader._compressed,
     "stat": _Reader._stat,
     "tail": _Reader._tail,
-    "tail-read": _Reader._tail_read,
+    "tail_read": _Reader._tail_read,
     "errors": _Reader._errors,
-    "errors-count": _Reader._errors_count,
+    "errors_count": _Reader._errors_count,
 }
 
 
@@ -388,8 +333,8 @@ def parse(captures: Captures, options: CollectOptions) -> LogsFacts:
     >>> text = (
     ...     "limits 50 16384 400 5\\nclock 1764450000\\nglob /w/bench*.log\\n"
     ...     "file glob /w/bench.log\\nstat 4089 1764442402 0 root\\ntail\\n|loading\\n"
-    ...     "|CUDA error: out of memory\\ntail-read 2\\nerrors\\n|2:CUDA error: out of memory\\n"
-    ...     "errors-count 1\\nexpected-missing /var/log/supervisor.log\\n"
+    ...     "|CUDA error: out of memory\\ntail_read 2\\nerrors\\n|2:CUDA error: out of memory\\n"
+    ...     "errors_count 1\\nexpected_missing /var/log/supervisor.log\\n"
     ... )
     >>> result = SectionResult(name="logs", command="", exit_status=0, duration_s=0.1,
     ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
@@ -404,9 +349,8 @@ def parse(captures: Captures, options: CollectOptions) -> LogsFacts:
     """
     if not _requested(options) and SECTION not in captures:
         return LogsFacts()
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return LogsFacts(requested=True, unavailable=reason)
     reader = _Reader()
     for number, line in enumerate(captured.text.split("\n"), start=1):
@@ -453,11 +397,10 @@ def _expected_missing(expected: ExpectedLog) -> Finding:
         ],
         subject={"path": expected.path, "directory_present": expected.directory_present},
         evidence=[
-            EvidenceRef(
-                section=SECTION,
-                first_line=expected.raw_line,
-                last_line=expected.raw_line,
-                excerpt=f"{expected.path}: missing"
+            cite(
+                SECTION,
+                expected.raw_line,
+                f"{expected.path}: missing"
                 + ("" if expected.directory_present else " (directory missing too)"),
             )
         ],
@@ -499,18 +442,15 @@ def _stale(facts: LogsFacts) -> list[Finding]:
                 ],
                 subject={"path": log.path, "pid": writer.pid, "silent_s": round(silent_s)},
                 evidence=[
-                    EvidenceRef(
-                        section=SECTION,
-                        first_line=log.stat_line,
-                        last_line=log.stat_line,
-                        excerpt=f"{log.path}: {log.size_bytes} bytes, last write "
-                        f"{_utc(log.modified)}",
+                    cite(
+                        SECTION,
+                        log.stat_line,
+                        f"{log.path}: {log.size_bytes} bytes, last write {_utc(log.modified)}",
                     ),
-                    EvidenceRef(
-                        section=SECTION,
-                        first_line=writer.raw_line,
-                        last_line=writer.raw_line,
-                        excerpt=f"pid {writer.pid} ({writer.name}) state {writer.state}",
+                    cite(
+                        SECTION,
+                        writer.raw_line,
+                        f"pid {writer.pid} ({writer.name}) state {writer.state}",
                     ),
                 ],
             )
@@ -552,23 +492,9 @@ def _glob_of(facts: LogsFacts, log: LogFile) -> str:
 def _errors(log: LogFile) -> Finding:
     first, last = log.errors[0], log.errors[-1]
     count = log.error_count or len(log.errors)
-    evidence = [
-        EvidenceRef(
-            section=SECTION,
-            first_line=first.raw_line,
-            last_line=first.raw_line,
-            excerpt=f"{log.path}:{first.file_line}: {first.text}",
-        )
-    ]
+    evidence = [cite(SECTION, first.raw_line, f"{log.path}:{first.file_line}: {first.text}")]
     if last is not first:
-        evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=last.raw_line,
-                last_line=last.raw_line,
-                excerpt=f"{log.path}:{last.file_line}: {last.text}",
-            )
-        )
+        evidence.append(cite(SECTION, last.raw_line, f"{log.path}:{last.file_line}: {last.text}"))
     return Finding(
         id="log.errors",
         severity=Severity.warning,
@@ -594,4 +520,27 @@ def _utc(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "unknown"
 
 
-PROBE = Probe(name="logs", sections=sections, facts_model=LogsFacts, parse=parse, rules=rules)
+def timeline(facts: LogsFacts) -> list[TimelineEvent]:
+    return [
+        TimelineEvent(
+            time=log.modified,
+            source=SECTION,
+            line=log.stat_line,
+            kind=LOG_LAST_WRITE,
+            text=f"last write to {log.path} ({log.size_bytes} bytes)",
+        )
+        for log in facts.files
+        if log.modified is not None
+    ]
+
+
+PROBE = Probe(
+    name="logs",
+    run_order=50,
+    report_order=50,
+    sections=sections,
+    facts_model=LogsFacts,
+    parse=parse,
+    timeline=timeline,
+    rules=rules,
+)

@@ -1,6 +1,6 @@
 """memory: the host's memory as the kernel counts it, its pressure, and swap.
 
-Runs on the host (one section, one ``head`` process)::
+Runs ``memory.sh`` on the host (one section, one ``head`` process)::
 
     ==> /proc/meminfo <==
     MemTotal:       1584842752 kB
@@ -25,19 +25,21 @@ rewrites them; the cgroup probe has the container's own figures.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
 from forensics.core.pressure import Pressure, parse_pressure
-from forensics.core.probe import Captures, Probe, unavailable_reason
-from forensics.remote.file_dump import DumpedFile, dumped_files, head_command
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
+from forensics.remote.file_dump import DumpedFile, dumped_files
+from forensics.remote.host_script import probe_shell
 
 SECTION = "memory"
 MEMINFO = "/proc/meminfo"
 PRESSURE = "/proc/pressure/memory"
 SWAPS = "/proc/swaps"
 FILES = (MEMINFO, PRESSURE, SWAPS)
-SHELL = head_command(FILES) + "\n"
+SHELL = probe_shell(__name__, {"files": FILES})
 
 # meminfo key -> MemoryFacts field; values are kB except HugePages_* (page counts).
 _SIZES = {
@@ -68,7 +70,7 @@ _COUNTS = {
 }
 
 
-class MemoryFacts(BaseModel):
+class MemoryFacts(ProbeFacts):
     total_bytes: int | None = None
     free_bytes: int | None = None
     available_bytes: int | None = Field(default=None, description="MemAvailable (3.14+).")
@@ -99,7 +101,6 @@ class MemoryFacts(BaseModel):
     evidence: dict[str, EvidenceRef] = Field(
         default_factory=dict, description="meminfo key or 'pressure' -> where it was read."
     )
-    unavailable: str | None = None
 
     @property
     def used_bytes(self) -> int | None:
@@ -136,9 +137,8 @@ def parse(captures: Captures, options: CollectOptions) -> MemoryFacts:
     >>> facts.pressure_unavailable, facts.swap_devices
     (None, None)
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return MemoryFacts(unavailable=reason)
     files = dumped_files(captured.text, FILES)
     facts = MemoryFacts()
@@ -156,11 +156,11 @@ def parse(captures: Captures, options: CollectOptions) -> MemoryFacts:
             facts.pressure_unavailable = f"{PRESSURE} did not read as PSI"
         else:
             lines = pressure.content.splitlines()
-            facts.evidence["pressure"] = EvidenceRef(
-                section=SECTION,
-                first_line=pressure.first_line,
+            facts.evidence["pressure"] = cite(
+                SECTION,
+                pressure.first_line,
+                "\n".join(lines[:2]),
                 last_line=pressure.line_of(max(len(lines), 1) - 1),
-                excerpt="\n".join(lines[:2]),
             )
     swaps = files.get(SWAPS)
     if swaps is not None:
@@ -183,9 +183,15 @@ def _read_meminfo(facts: MemoryFacts, meminfo: DumpedFile) -> None:
         else:
             continue
         number = meminfo.line_of(index)
-        facts.evidence[key] = EvidenceRef(
-            section=SECTION, first_line=number, last_line=number, excerpt=line
-        )
+        facts.evidence[key] = cite(SECTION, number, line)
 
 
-PROBE = Probe(name="memory", sections=sections, facts_model=MemoryFacts, parse=parse)
+PROBE = Probe(
+    name="memory",
+    run_order=30,
+    report_order=30,
+    sections=sections,
+    facts_model=MemoryFacts,
+    parse=parse,
+    rules_module="forensics.probes.memory_rules",
+)

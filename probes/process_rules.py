@@ -11,13 +11,10 @@ The three kinds of zombie are told apart because each has a different cure:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from forensics.core.evidence import cite
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
-
-if TYPE_CHECKING:
-    from forensics.probes.processes import ProcessEntry, ProcessesFacts, ThreadState
+from forensics.probes.processes import ProcessEntry, ProcessesFacts, ThreadState
 
 SECTION = "processes"
 MAX_ZOMBIE_FINDINGS = 10
@@ -553,22 +550,22 @@ def _stat_refs(entry: ProcessEntry, second: bool = True) -> list[EvidenceRef]:
     line = entry.raw_lines.get("stat")
     if line:
         refs.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=line,
+            cite(
+                SECTION,
+                line,
+                f"{entry.pid} ({entry.name}) {entry.state} {entry.ppid} ...",
                 last_line=line + span,
-                excerpt=f"{entry.pid} ({entry.name}) {entry.state} {entry.ppid} ...",
             )
         )
     line = entry.raw_lines.get("second_stat")
     if second and line and entry.second_state is not None:
         refs.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=line,
-                last_line=line + span,
-                excerpt=f"{entry.pid} ({entry.name}) {entry.second_state} "
+            cite(
+                SECTION,
+                line,
+                f"{entry.pid} ({entry.name}) {entry.second_state} "
                 f"{entry.second_ppid} ... (second snapshot)",
+                last_line=line + span,
             )
         )
     return refs
@@ -579,28 +576,14 @@ def _snapshot_refs(facts: ProcessesFacts) -> list[EvidenceRef]:
     line = facts.first_snapshot_line
     if not line or facts.first_snapshot_uptime_s is None:
         return []
-    return [
-        EvidenceRef(
-            section=SECTION,
-            first_line=line,
-            last_line=line,
-            excerpt=f"snapshot 1 {facts.first_snapshot_uptime_s:.2f}",
-        )
-    ]
+    return [cite(SECTION, line, f"snapshot 1 {facts.first_snapshot_uptime_s:.2f}")]
 
 
 def _wchan_refs(entry: ProcessEntry) -> list[EvidenceRef]:
     line = entry.raw_lines.get("wchan")
     if not line:
         return []
-    return [
-        EvidenceRef(
-            section=SECTION,
-            first_line=line,
-            last_line=line,
-            excerpt=entry.wchan or "0",
-        )
-    ]
+    return [cite(SECTION, line, entry.wchan or "0")]
 
 
 def _thread_refs(pid: int, threads: list[ThreadState]) -> list[EvidenceRef]:
@@ -608,12 +591,10 @@ def _thread_refs(pid: int, threads: list[ThreadState]) -> list[EvidenceRef]:
     if not shown:
         return []
     return [
-        EvidenceRef(
-            section=SECTION,
-            first_line=min(t.raw_line for t in shown),
+        cite(
+            SECTION,
+            min(t.raw_line for t in shown),
+            "\n".join(f"thread {pid} {t.tid} {t.state} {t.wchan or '-'} {t.name}" for t in shown),
             last_line=max(t.raw_line for t in shown),
-            excerpt="\n".join(
-                f"thread {pid} {t.tid} {t.state} {t.wchan or '-'} {t.name}" for t in shown
-            ),
         )
     ]

@@ -50,11 +50,13 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
+from forensics.core.focus import Focus, FocusError
 from forensics.core.models import CollectOptions, SectionSpec
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.numbers import parse_float, parse_int
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact, redact_argv
-from forensics.probes.process_rules import rules
 from forensics.probes.system import KNOWN_INITS
+from forensics.remote.host_script import probe_shell
 
 SECTION = "processes"
 SEPARATOR_FILE = ".s"
@@ -68,76 +70,24 @@ CGROUP_CAP = 1024
 MAX_TREES = 12
 MAX_FOCUS_TREES = 3
 
-_SHELL = r"""s=.s; u=
-{ read -r u </proc/sys/kernel/random/uuid; } 2>/dev/null
-u=${u%-*-*}; [ -n "$u" ] || u="nouuid-$$"
-printf '%s\n' "$u" >"$s" || exit 70
-echo "nonce $u"
-echo "clock_ticks $(getconf CLK_TCK 2>/dev/null)"
-echo "page_size $(getconf PAGESIZE 2>/dev/null)"
-while read -r k v _; do if [ "$k" = btime ]; then echo "btime $v"; fi; done </proc/stat
-echo "self $$"
-_dump() {
-  a=; n=0
-  for d in /proc/[0-9]*; do
-    a="$a $d/$2 $s"; n=$((n + 1))
-    if [ "$n" -ge @BATCH@ ]; then head -v -c "$1" $a 2>/dev/null; a=; n=0; fi
-  done
-  if [ -n "$a" ]; then head -v -c "$1" $a 2>/dev/null; fi
-}
-_tasks() {
-  for d in /proc/[0-9]*; do
-    set -- "$d"/task/*
-    [ "$#" -gt 1 ] || continue
-    echo "tasks ${d#/proc/} $#"
-    i=0
-    for t do
-      [ "$i" -lt @PER_PROCESS@ ] && [ "$m" -lt @TOTAL@ ] || break
-      i=$((i + 1)); m=$((m + 1))
-      l=; { while IFS= read -r x; do l=$x; done <"$t/stat"; } 2>/dev/null
-      w=; { read -r w <"$t/wchan"; } 2>/dev/null
-      c=; { IFS= read -r c <"$t/comm"; } 2>/dev/null
-      l=${l##*") "}
-      printf 'thread %s %s %s %s %s\n' "${d#/proc/}" "${t##*/}" "${l%% *}" "${w:--}" "$c"
-    done
-  done
-}
-q=; if ls -q -d / >/dev/null 2>&1; then q=q; fi
-{ read -r up _ </proc/uptime; } 2>/dev/null; echo "snapshot 1 $up"
-_dump @STAT_CAP@ stat
-_dump @STATUS_CAP@ status
-_dump @CMDLINE_CAP@ cmdline
-_dump 64 wchan
-_dump @CGROUP_CAP@ cgroup
-echo threads; m=0
-_tasks
-echo links
-ls -lnd$q /proc/[0-9]*/exe /proc/[0-9]*/cwd 2>/dev/null
-head -v -c 64 "$s"
-@SLEEP@
-{ read -r up _ </proc/uptime; } 2>/dev/null; echo "snapshot 2 $up"
-_dump @STAT_CAP@ stat
-echo end
-"""
-
 
 def shell(gap_s: float) -> str:
-    """The section's shell text; ``gap_s`` seconds separate the two snapshots."""
-    sleep = f"sleep {gap_s:g} 2>/dev/null || sleep {max(1, round(gap_s))}" if gap_s > 0 else ":"
-    replacements = {
-        "@BATCH@": BATCH,
-        "@PER_PROCESS@": MAX_THREADS_LISTED,
-        "@TOTAL@": MAX_THREAD_LINES,
-        "@STAT_CAP@": STAT_CAP,
-        "@STATUS_CAP@": STATUS_CAP,
-        "@CMDLINE_CAP@": CMDLINE_CAP,
-        "@CGROUP_CAP@": CGROUP_CAP,
-        "@SLEEP@": sleep,
-    }
-    text = _SHELL
-    for key, value in replacements.items():
-        text = text.replace(key, str(value))
-    return text
+    """The section's shell text (``processes.sh``); ``gap_s`` seconds separate the two
+    snapshots."""
+    return probe_shell(
+        __name__,
+        {
+            "batch": BATCH,
+            "threads_per_process": MAX_THREADS_LISTED,
+            "thread_lines": MAX_THREAD_LINES,
+            "stat_cap": STAT_CAP,
+            "status_cap": STATUS_CAP,
+            "cmdline_cap": CMDLINE_CAP,
+            "cgroup_cap": CGROUP_CAP,
+            "gap": f"{gap_s:g}" if gap_s > 0 else None,
+            "gap_whole": max(1, round(gap_s)),
+        },
+    )
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
@@ -243,8 +193,7 @@ class ProcessTree(BaseModel):
     children: list[int]
 
 
-class ProcessesFacts(BaseModel):
-    unavailable: str | None = Field(default=None, description="Why nothing could be read.")
+class ProcessesFacts(ProbeFacts):
     clock_ticks_per_s: int = 100
     page_size: int = 4096
     boot_time: datetime | None = None
@@ -360,9 +309,8 @@ def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
     >>> facts.processes[1].started_at.isoformat(), facts.trees[0].ancestors
     ('2025-11-29T21:00:00+00:00', [1])
     """
-    captured = captures.get(SECTION)
-    reason = unavailable_reason(captures, SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return ProcessesFacts(unavailable=reason)
     reading = _read(captured.text)
     if reading is None:
@@ -433,7 +381,7 @@ def _read_control(
         if key == "snapshot":
             number, _, uptime = rest.partition(" ")
             snapshot = int(number) if number in ("1", "2") else 0
-            value = _float(uptime)
+            value = parse_float(uptime)
             if snapshot and value is not None:
                 reading.uptime[snapshot] = value
                 reading.snapshot_lines[snapshot] = _line_of(here, newlines)
@@ -498,7 +446,7 @@ def parse_stat(text: str) -> _Stat | None:
     fields = text[close + 1 :].split()
     if len(fields) < 20 or fields[0] not in _STATES:
         return None
-    ppid, flags, threads, start = (_int(fields[i]) for i in (1, 6, 17, 19))
+    ppid, flags, threads, start = (parse_int(fields[i]) for i in (1, 6, 17, 19))
     if ppid is None or flags is None or threads is None or start is None:
         return None
     return _Stat(
@@ -509,20 +457,20 @@ def parse_stat(text: str) -> _Stat | None:
         flags=flags,
         threads=threads,
         start_ticks=start,
-        rss_pages=_int(fields[21]) if len(fields) > 21 else None,
-        exit_status=_int(fields[49]) if len(fields) > 49 else None,
+        rss_pages=parse_int(fields[21]) if len(fields) > 21 else None,
+        exit_status=parse_int(fields[49]) if len(fields) > 49 else None,
     )
 
 
 def _facts(reading: _Reading, options: CollectOptions) -> ProcessesFacts:
     ticks = _positive(reading.header.get("clock_ticks"), 100)
     page = _positive(reading.header.get("page_size"), 4096)
-    boot = _boot_time(_int(reading.header.get("btime", "")))
+    boot = _boot_time(parse_int(reading.header.get("btime", "")))
     facts = ProcessesFacts(
         clock_ticks_per_s=ticks,
         page_size=page,
         boot_time=boot,
-        collector_pid=_int(reading.header.get("self", "")),
+        collector_pid=parse_int(reading.header.get("self", "")),
         first_snapshot_uptime_s=reading.uptime.get(1),
         first_snapshot_line=reading.snapshot_lines.get(1),
         first_snapshot_complete=reading.threads_started,
@@ -540,7 +488,7 @@ def _facts(reading: _Reading, options: CollectOptions) -> ProcessesFacts:
     pid1 = facts.by_pid(1)
     if pid1 is not None:
         facts.pid1_is_known_init = is_known_init(pid1)
-    facts.focus = _match_focus(facts, options.focus)
+    facts.focus = _match_focus(facts, options.focus, reading)
     _keep_threads_of_interest(facts, reading)
     facts.trees = _trees(facts)
     return facts
@@ -626,7 +574,7 @@ def _uid(status: str | None) -> int | None:
         key, _, value = line.partition(":")
         if key == "Uid":
             words = value.split()
-            return _int(words[0]) if words else None
+            return parse_int(words[0]) if words else None
     return None
 
 
@@ -729,20 +677,26 @@ def _mark_collector(facts: ProcessesFacts) -> None:
         entry.collector = entry.pid in mine
 
 
-def _match_focus(facts: ProcessesFacts, pattern: str | None) -> FocusMatch | None:
-    """Search the pattern in each name and redacted command line (joined by spaces)."""
+def _match_focus(
+    facts: ProcessesFacts, pattern: str | None, reading: _Reading
+) -> FocusMatch | None:
+    """Match the pattern as the host does: each name and command line as read, before
+    redaction (``forensics/core/focus.py``)."""
     if pattern is None:
         return None
     match = FocusMatch(pattern=pattern)
     try:
-        regex = re.compile(pattern)
-    except (re.error, RecursionError, OverflowError) as error:
-        match.error = f"not a valid regular expression: {error}"
+        focus = Focus.compile(pattern)
+    except FocusError as error:
+        match.error = f"not a usable pattern: {error}"
         return match
     for entry in facts.processes:
         if entry.collector or entry.kernel_thread:
             continue
-        if not (regex.search(entry.name) or regex.search(" ".join(entry.argv))):
+        raw = reading.first[entry.pid]
+        stat = parse_stat(raw.stat or "")
+        name = stat.name if stat is not None else entry.name
+        if not focus.matches_process(name, raw.files.get("cmdline", "")):
             continue
         if entry.is_zombie:
             match.zombies.append(entry.pid)
@@ -801,33 +755,17 @@ def _line_of(offset: int, newlines: list[int]) -> int:
     return bisect.bisect_left(newlines, offset) + 1
 
 
-def _int(text: str) -> int | None:
-    text = text.strip()
-    if not text or len(text) > 20:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
 def _positive(text: str | None, default: int) -> int:
-    value = _int(text or "")
+    value = parse_int(text or "")
     return value if value is not None and 0 < value < 1 << 30 else default
-
-
-def _float(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value == value and abs(value) < 1e12 else None
 
 
 PROBE = Probe(
     name="processes",
+    run_order=70,
+    report_order=10,
     sections=sections,
     facts_model=ProcessesFacts,
     parse=parse,
-    rules=rules,
+    rules_module="forensics.probes.process_rules",
 )

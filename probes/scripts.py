@@ -4,10 +4,10 @@ In the story the daemon's crash was swallowed by its wrapper (``if ! daemon | te
 ``$?`` read too late). This probe finds such wrappers on the host and reads them; nothing
 is executed. Candidates, in this order, at most ``MAX_SCRIPTS``:
 
-1. shells (bash, sh, dash, zsh, ash, busybox, ksh) that are the parent of a zombie, found
+1. shells (bash, sh, dash, zsh, ash, busybox, ksh, mksh) that are the parent of a zombie, found
    in one pass over ``/proc/*/stat`` with the shell's ``read`` builtin;
-2. with ``--focus``, the matching processes themselves and their ancestors (the regex is
-   applied with ``grep -E`` to every comm and ``/proc/*/cmdline``, one ``head`` for all);
+2. with ``--focus``, the matching processes themselves (found by ``_fx_focus``) and their
+   ancestors;
 3. the paths given with ``--script`` (relative ones from the login directory, $HOME).
 
 At most ``MAX_SHELLS`` shell processes are looked at, and ``MAX_SCRIPTS`` distinct files
@@ -61,12 +61,20 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, computed_field
 
+from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
-from forensics.core.probe import Captures, Probe, RuleContext, unavailable_reason
+from forensics.core.probe import (
+    Captures,
+    Probe,
+    ProbeFacts,
+    RuleContext,
+    open_section,
+)
 from forensics.core.redaction import redact
-from forensics.remote.host_script import shell_quote
-from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
+from forensics.remote.host_script import probe_shell
+from forensics.shell.lint import ScriptLint, TextShape, describe_text
 from forensics.shell.masking import MaskingAnalysis, find_masking
+from forensics.shell.shellcheck import ShellCheckRun, run_shellcheck
 
 SECTION = "scripts"
 MAX_SCRIPTS = 6
@@ -74,147 +82,6 @@ MAX_BYTES = 256 * 1024
 MAX_ZOMBIES_LISTED = 200
 MAX_FOCUS_MATCHES = 20
 MAX_SHELLS = 24  # shell processes looked at; only those with a script count to MAX_SCRIPTS
-SHELLS = ("bash", "sh", "dash", "zsh", "ash", "busybox", "ksh", "mksh")
-
-_SHELL = r"""cap=@CAP@; most=@MOST@; focus=@FOCUS@; home=$PWD; nl='
-'
-echo "scripts 1 $cap $most"
-_stat() {
-  st=; pp=; cm=; _l=
-  read -r _l 2>/dev/null <"/proc/$1/stat" || [ -n "$_l" ] || return 1
-  cm=${_l#*(}; cm=${cm%)*}
-  set -- ${_l##*) }
-  st=$1; pp=$2
-}
-_blob() { _n=$(wc -l <"$2"); printf '%s %s\n' "$1" $((_n + 0)); cat "$2"; printf '\n'; }
-_field() {
-  case $2 in
-    *"$nl"*) printf '%s' "$2" >v; _blob "$1" v ;;
-    *) printf '%s 0\n%s\n' "$1" "$2" ;;
-  esac
-}
-_read_script() {
-  _field path "$2"; printf 'via %s\n' "$3"
-  case $seen in *"$nl$2$nl"*) echo same; return ;; esac
-  seen="$seen$2$nl"
-  if [ "$nread" -ge "$most" ]; then echo "error cap"; return; fi
-  nread=$((nread + 1))
-  if [ ! -e "$1" ]; then echo "error missing"; return; fi
-  if [ ! -f "$1" ]; then echo "error not_regular"; return; fi
-  _s=$(wc -c <"$1" 2>/dev/null) || { echo "error unreadable"; return; }
-  printf 'size %s\n' $((_s + 0))
-  head -c "$cap" "$1" >sc 2>/dev/null
-  _blob content sc
-}
-# our own shells carry the focus regex in their command lines: leave them out
-me=$$; up=$PPID; upup=
-if _stat "$up"; then upup=$pp; fi
-zp=' '; nz=0
-exec 3>comms
-for s in /proc/[0-9]*/stat; do
-  p=${s#/proc/}; p=${p%/stat}
-  _stat "$p" || continue
-  if [ -n "$focus" ]; then printf '==> /proc/%s/cmdline <==\n%s\n' "$p" "$cm" >&3; fi
-  [ "$st" = Z ] || continue
-  nz=$((nz + 1))
-  case $cm in *"$nl"*) cm='?' ;; esac
-  if [ "$nz" -le @ZOMBIES@ ]; then printf 'zombie %s %s %s\n' "$p" "$pp" "$cm"; fi
-  case $zp in *" $pp "*) ;; *) zp="$zp$pp " ;; esac
-done
-exec 3>&-
-echo "zombies $nz"
-fm=' '; nf=0
-if [ -n "$focus" ]; then
-  head -v -c 4096 /proc/[0-9]*/cmdline 2>/dev/null | tr '\000' ' ' >>comms
-  grep -a -E -e '^==> /proc/[0-9]+/cmdline <==$' -e "$focus" comms >fmatch 2>ferr
-  if [ $? -gt 1 ]; then read -r _e <ferr; _field focus_error "$_e"; fi
-  cur=
-  while IFS= read -r l; do
-    case $l in
-      '==> /proc/'*'/cmdline <==') cur=${l#'==> /proc/'}; cur=${cur%'/cmdline <=='}; continue ;;
-    esac
-    [ -n "$cur" ] || continue
-    p=$cur; cur=
-    case $fm in *" $p "*) continue ;; esac
-    [ "$p" = "$me" ] || [ "$p" = "$up" ] || [ "$p" = "$upup" ] && continue
-    _stat "$p" || continue
-    [ "$pp" = "$me" ] && continue
-    fm="$fm$p "; nf=$((nf + 1)); echo "focus $p"
-    [ "$nf" -ge @FOCUSMAX@ ] && break
-  done <fmatch
-fi
-anc=' '
-for f in $fm; do
-  p=$f; d=0
-  while [ "$d" -lt 64 ] && _stat "$p" && [ -n "$pp" ] && [ "$pp" -gt 0 ]; do
-    case $anc in *" $pp "*) break ;; esac
-    anc="$anc$pp "; p=$pp; d=$((d + 1))
-  done
-done
-cand=' '; nc=0
-for p in $zp $fm $anc; do
-  case $cand in *" $p "*) continue ;; esac
-  _stat "$p" || continue
-  case $cm in @SHELLS@) ;; *) continue ;; esac
-  if [ "$nc" -ge @SHELLMAX@ ]; then echo "skipped $p"; continue; fi
-  cand="$cand$p "; nc=$((nc + 1))
-done
-seen=$nl; nread=0
-for p in $cand; do
-  _stat "$p" || { echo "gone $p"; continue; }
-  r=
-  case $zp in *" $p "*) r="$r zombie_parent" ;; esac
-  case $fm in *" $p "*) r="$r focus" ;; esac
-  case $anc in *" $p "*) r="$r focus_ancestor" ;; esac
-  echo "process $p $pp$r"
-  _field comm "$cm"
-  cat "/proc/$p/cmdline" >cl 2>/dev/null
-  _blob cmdline cl
-  tr '\000' '\n' <cl >args
-  i=0; idx=; mode=stdin; skip=; ended=; base=
-  while IFS= read -r a; do
-    i=$((i + 1))
-    if [ "$i" -eq 1 ]; then base=${a##*/}; continue; fi
-    if [ -n "$skip" ]; then skip=; continue; fi
-    if [ "$i" -eq 2 ] && [ "$base" = busybox ]; then continue; fi
-    if [ -n "$ended" ]; then idx=$i; break; fi
-    case $a in
-      --) ended=1 ;;
-      --rcfile|--init-file) skip=1 ;;
-      --*) ;;
-      -) break ;;
-      -*c*) mode=command; break ;;
-      -*s*) break ;;
-      [-+]*[oO]*) skip=1 ;;
-      [-+]?*) ;;
-      *) idx=$i; break ;;
-    esac
-  done <args
-  if [ -z "$idx" ]; then _field no_script "$mode"; continue; fi
-  echo "script_index $((idx - 1))"
-  _field arg "$a"
-  cw=
-  if cd -P "/proc/$p/cwd" 2>/dev/null; then cw=$PWD; fi
-  cd "$home" || exit 70
-  _field cwd "$cw"
-  case $a in /*) ab=$a ;; *) ab=${cw:+$cw/}$a ;; esac
-  if [ "$cm" = bash ] && [ -f "/proc/$p/fd/255" ]; then
-    shown=$(readlink "/proc/$p/fd/255" 2>/dev/null) || shown=
-    _read_script "/proc/$p/fd/255" "${shown:-$ab}" fd255
-  else
-    case $a in
-      /*) if [ -e "/proc/$p/root$a" ]; then _read_script "/proc/$p/root$a" "$ab" root
-          else _read_script "$a" "$ab" path; fi ;;
-      *) _read_script "/proc/$p/cwd/$a" "$ab" cwd ;;
-    esac
-  fi
-done
-_requested() {
-  echo requested; _field arg "$1"
-  case $1 in /*) ab=$1 ;; *) ab=$HOME/$1 ;; esac
-  _read_script "$ab" "$ab" path
-}
-"""
 
 # Values framed by their line count; everything else is one line of words.
 _BLOBS = frozenset({"comm", "cmdline", "arg", "cwd", "path", "content", "no_script", "focus_error"})
@@ -269,6 +136,9 @@ class ScriptFile(BaseModel):
     )
     shape: TextShape | None = None
     analysis: MaskingAnalysis | None = None
+    shellcheck: ShellCheckRun | None = Field(
+        default=None, description="What ShellCheck said, run on this machine at analysis time."
+    )
     unavailable: str | None = Field(default=None, description="Why it could not be read.")
 
 
@@ -280,7 +150,7 @@ class Zombie(BaseModel):
     record_text: str = ""
 
 
-class ScriptFacts(BaseModel):
+class ScriptFacts(ProbeFacts):
     scripts: list[ScriptFile] = Field(default_factory=list)
     shells_without_script: list[ShellProcess] = Field(default_factory=list)
     zombies: list[Zombie] = Field(default_factory=list)
@@ -290,20 +160,20 @@ class ScriptFacts(BaseModel):
     skipped: list[str] = Field(
         default_factory=list, description="Shell processes left out: more than MAX_SHELLS."
     )
-    unavailable: str | None = None
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
-    shell = (
-        _SHELL.replace("@CAP@", str(MAX_BYTES))
-        .replace("@MOST@", str(MAX_SCRIPTS))
-        .replace("@FOCUS@", shell_quote(options.focus) if options.focus else "''")
-        .replace("@ZOMBIES@", str(MAX_ZOMBIES_LISTED))
-        .replace("@FOCUSMAX@", str(MAX_FOCUS_MATCHES))
-        .replace("@SHELLMAX@", str(MAX_SHELLS))
-        .replace("@SHELLS@", "|".join(SHELLS))
+    shell = probe_shell(
+        __name__,
+        {
+            "cap": MAX_BYTES,
+            "most": MAX_SCRIPTS,
+            "zombies_listed": MAX_ZOMBIES_LISTED,
+            "shells_most": MAX_SHELLS,
+            "focus_most": MAX_FOCUS_MATCHES if options.focus else None,
+            "requested": options.scripts,
+        },
     )
-    shell += "".join(f"_requested {shell_quote(path)}\n" for path in options.scripts)
     budget = MAX_SCRIPTS * (MAX_BYTES + 16 * 1024) + 64 * 1024
     return [SectionSpec(name=SECTION, shell=shell, timeout_s=20, max_bytes=budget)]
 
@@ -346,9 +216,8 @@ def parse(captures: Captures, options: CollectOptions) -> ScriptFacts:
     >>> [(issue.line, issue.pattern) for issue in script.analysis.issues]
     [(3, 'negated_status_read')]
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return ScriptFacts(unavailable=reason)
     records = _records(captured.text.split("\n"))
     if not records or records[0].kind != "scripts":
@@ -501,15 +370,24 @@ def _analyse(script: ScriptFile, options: CollectOptions) -> None:
     )
 
 
+def examine(facts: ScriptFacts) -> ScriptFacts:
+    """Run ShellCheck on this machine over every script read (never on the host); what it
+    says becomes the script's ``shellcheck`` fact, for the rules to read."""
+    for script in facts.scripts:
+        if script.content is not None and script.analysis is not None:
+            script.shellcheck = run_shellcheck(script.content, script.analysis.dialect)
+    return facts
+
+
 def rules(facts: ScriptFacts, context: RuleContext) -> list[Finding]:
-    """``script.exit_status_masked`` per script with masking, ``script.lint`` for the rest;
-    ShellCheck runs here (an analysis step, not parsing)."""
+    """``script.exit_status_masked`` per script with masking, ``script.lint`` for the rest."""
     findings: list[Finding] = []
     for script in facts.scripts:
         if script.content is None or script.analysis is None:
             findings.append(_unreadable(script))
             continue
-        checked = lint(script.content, script.analysis)
+        shellcheck = script.shellcheck or ShellCheckRun(problem="ShellCheck was not run")
+        checked = ScriptLint(masking=script.analysis, shellcheck=shellcheck)
         if script.analysis.issues:
             findings.append(_masked(script, checked, facts))
         lint_finding = _lint(script, checked)
@@ -612,24 +490,10 @@ def _evidence(
     """The processes' records, their zombies' lines, then each place in the script."""
     evidence = []
     for process in script.processes:
-        evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=process.record_line,
-                last_line=process.record_line,
-                excerpt=process.record_text,
-            )
-        )
+        evidence.append(cite(SECTION, process.record_line, process.record_text))
         for zombie in zombies:
             if zombie.ppid == process.pid:
-                evidence.append(
-                    EvidenceRef(
-                        section=SECTION,
-                        first_line=zombie.record_line,
-                        last_line=zombie.record_line,
-                        excerpt=zombie.record_text,
-                    )
-                )
+                evidence.append(cite(SECTION, zombie.record_line, zombie.record_text))
     base = script.content_first_line
     if base is None:
         return evidence
@@ -637,11 +501,11 @@ def _evidence(
         near = [r for r in related if abs(r - line) <= 10]
         first, last = min([line, *near]), max([line, *near])
         evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=base + first - 1,
+            cite(
+                SECTION,
+                base + first - 1,
+                f"{script.path}:{line}: {excerpt}",
                 last_line=base + last - 1,
-                excerpt=f"{script.path}:{line}: {excerpt}",
             )
         )
     return evidence
@@ -702,4 +566,13 @@ def _unreadable(script: ScriptFile) -> Finding:
     )
 
 
-PROBE = Probe(name="scripts", sections=sections, facts_model=ScriptFacts, parse=parse, rules=rules)
+PROBE = Probe(
+    name="scripts",
+    run_order=80,
+    report_order=60,
+    sections=sections,
+    facts_model=ScriptFacts,
+    parse=parse,
+    rules=rules,
+    examine=examine,
+)

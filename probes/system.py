@@ -1,6 +1,7 @@
 """system: who the host is, how long it has been up, and whether it is a container.
 
-Runs on the host (one section, one ``head`` process for all files, builtins for the rest)::
+Runs ``system.sh`` on the host (one section, one ``head`` process for all files, builtins
+for the rest)::
 
     tool timeout yes
     tool nvidia-smi no
@@ -23,12 +24,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from forensics.core.models import CollectOptions, SectionSpec
-from forensics.core.probe import Captures, Probe, unavailable_reason
+from forensics.core.numbers import parse_float
+from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact
-from forensics.remote.file_dump import head_command, split_head_output
+from forensics.core.timeline_event import BOOT, TimelineEvent
+from forensics.remote.file_dump import split_head_output
+from forensics.remote.host_script import probe_shell
 
 TOOLS = ("timeout", "dmesg", "journalctl", "nvidia-smi", "ps", "busybox", "shellcheck")
 MARKERS = ("/.dockerenv", "/run/.containerenv", "/dev/.lxc-boot-id")
@@ -45,15 +49,8 @@ FILES = (
 )
 
 SECTION = "system"
-SHELL = (
-    f"for t in {' '.join(TOOLS)}; do "
-    'if command -v "$t" >/dev/null 2>&1; then echo "tool $t yes"; else echo "tool $t no"; fi; '
-    "done\n"
-    f"for m in {' '.join(MARKERS)}; do "
-    'if [ -e "$m" ]; then echo "marker $m"; fi; done\n'
-    'while read -r k v _; do if [ "$k" = btime ]; then echo "btime $v"; fi; done </proc/stat\n'
-    'echo "clock $(date +%s)"\n'
-    f"{head_command(FILES)}\n"
+SHELL = probe_shell(
+    __name__, {"tools": " ".join(TOOLS), "markers": " ".join(MARKERS), "files": FILES}
 )
 
 KNOWN_INITS = frozenset(
@@ -64,7 +61,7 @@ KNOWN_INITS = frozenset(
 )  # fmt: skip
 
 
-class SystemFacts(BaseModel):
+class SystemFacts(ProbeFacts):
     hostname: str | None = None
     kernel_release: str | None = None
     os_name: str | None = Field(default=None, description="PRETTY_NAME from /etc/os-release.")
@@ -80,7 +77,6 @@ class SystemFacts(BaseModel):
     pid1_cmdline: str | None = Field(default=None, description="Redacted.")
     pid1_is_known_init: bool | None = None
     tools: dict[str, bool] = Field(default_factory=dict)
-    unavailable: str | None = Field(default=None, description="Why nothing could be read.")
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
@@ -105,9 +101,8 @@ def parse(captures: Captures, options: CollectOptions) -> SystemFacts:
     >>> facts.boot_time.isoformat(), facts.tools
     ('2025-11-29T18:40:00+00:00', {'timeout': True, 'nvidia-smi': False})
     """
-    reason = unavailable_reason(captures, SECTION)
-    captured = captures.get(SECTION)
-    if captured is None or (reason and not captured.text):
+    captured, reason = open_section(captures, SECTION)
+    if captured is None:
         return SystemFacts(unavailable=reason)
     facts = SystemFacts()
     for line in captured.text.split("==> ", 1)[0].splitlines():
@@ -118,7 +113,7 @@ def parse(captures: Captures, options: CollectOptions) -> SystemFacts:
     facts.os_name = _os_name(files.get("/etc/os-release"))
     uptime = _first_line(files.get("/proc/uptime"))
     if uptime:
-        facts.uptime_s = _float(uptime.split()[0])
+        facts.uptime_s = parse_float(uptime.split()[0])
     facts.cpu_count = cpu_count(files.get("/sys/devices/system/cpu/online"))
     facts.pid1_name = _first_line(files.get("/proc/1/comm"))
     cmdline = files.get("/proc/1/cmdline")
@@ -208,11 +203,22 @@ def _first_line(text: str | None) -> str | None:
     return line or None
 
 
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+def timeline(facts: SystemFacts) -> list[TimelineEvent]:
+    if facts.boot_time is None:
+        return []
+    return [
+        TimelineEvent(
+            time=facts.boot_time, source=SECTION, kind=BOOT, text="host booted (/proc/stat btime)"
+        )
+    ]
 
 
-PROBE = Probe(name="system", sections=sections, facts_model=SystemFacts, parse=parse)
+PROBE = Probe(
+    name="system",
+    run_order=10,
+    report_order=90,
+    sections=sections,
+    facts_model=SystemFacts,
+    parse=parse,
+    timeline=timeline,
+)

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from forensics.fleet.report import NOT_COLLECTED
 from forensics.judge.host_report import HostReport
+from forensics.probes.system import SystemFacts
 from forensics.reports.environments import text_environment
 from forensics.reports.escaping import inert
 from forensics.reports.fleet import FleetSummary
@@ -61,7 +62,7 @@ def plain_table(*columns: str) -> Table:
 def render_terminal(report: HostReport, width: int | None = None) -> str:
     buffer = io.StringIO()
     console = plain_console(buffer, width)
-    system = report.facts.system
+    system = report.facts.of(SystemFacts)
     header = Text(f"{inert(report.target.name)}: {report.status.value}", style="bold")
     if report.status_reason:
         header.append(f" ({inert(report.status_reason)})")

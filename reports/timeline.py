@@ -11,7 +11,7 @@ def timeline_points(report: HostReport) -> list[TimelinePoint]:
 
     >>> from datetime import UTC, datetime
     >>> from forensics.core.models import Target
-    >>> from forensics.judge.timeline import TimelineEvent
+    >>> from forensics.core.timeline_event import TimelineEvent
     >>> boot = datetime(2025, 10, 23, 18, 40, tzinfo=UTC)
     >>> now = datetime(2025, 11, 29, 20, 15, tzinfo=UTC)
     >>> report = HostReport(tool_version="0", target=Target(name="gpu-a"), status="ok",

@@ -12,23 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from forensics.judge.host_report import HostReport
+from forensics.probes import PROBES
 
 PARTIALS = Path(__file__).parent / "templates" / "partials"
 
-ORDER = (
-    "processes",
-    "cgroup",
-    "memory",
-    "gpu",
-    "logs",
-    "scripts",
-    "disk",
-    "kernel_log",
-    "system",
-)
-"""Where each section goes in the page, read first to last: the process tree around the
-focus and the zombies, then memory, GPU and logs, and the host's identity last. A field
-that is not listed here but has a partial is shown after these, in ``Facts`` order."""
+ORDER = tuple(probe.name for probe in sorted(PROBES, key=lambda p: (p.report_order, p.name)))
+"""Where each section goes in the page, read first to last, as each probe's
+``report_order`` says: the process tree around the focus and the zombies, then memory, GPU
+and logs, and the host's identity last."""
 
 
 def topics(report: HostReport, extension: str) -> list[str]:
@@ -47,7 +38,9 @@ def topics(report: HostReport, extension: str) -> list[str]:
     ...     started=now, finished=now), "md")
     []
     """
-    present = [name for name, facts in report.facts if facts is not None]
-    ordered = [name for name in ORDER if name in present]
-    ordered += [name for name in present if name not in ORDER]
-    return [name for name in ordered if (PARTIALS / f"{name}.{extension}.j2").is_file()]
+    present = {name for name, facts in report.facts if facts is not None}
+    return [
+        name
+        for name in ORDER
+        if name in present and (PARTIALS / f"{name}.{extension}.j2").is_file()
+    ]

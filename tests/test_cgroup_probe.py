@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.core.facts import Facts
+from forensics.collect import collect as collect_host
 from forensics.core.models import CollectOptions, SectionResult
 from forensics.core.probe import Captured, RuleContext
-from forensics.judge.rules.headroom import memory_headroom
-from forensics.probes import cgroup
+from forensics.core.targets import parse_target
+from forensics.probes import cgroup, cgroup_rules
 from tests.cgroup_scenario import Holder, memory_cgroup, scenario_command, v1_memory_writable
 from tests.cgroup_scenario import write_tree as write_files
 from tests.conftest import run_cli
@@ -313,16 +313,21 @@ def test_hybrid_container_with_unlimited_sentinel_and_a_limit_above_its_view(
     assert "hierarchical_memory_limit" in near["explanation"]
 
 
-def test_a_regex_grep_refuses_is_reported_not_crashed_on(tmp_path: Path) -> None:
-    # Python accepts this pattern (the CLI checks --focus with it); grep -E refuses it.
+def test_a_regex_grep_refuses_is_refused_by_the_cli_and_reported_by_the_host(
+    tmp_path: Path,
+) -> None:
     result = run_cli(
         "collect", "--probe", "cgroup", "--focus", "[[:foo:]]", "--out", str(tmp_path),
         "--format", "json",
     )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
-    facts = json.loads(result.stdout)["facts"]["cgroup"]
-    assert "grep" in facts["focus_error"]
-    assert facts["focus_processes"] == []
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "[:foo:] is not a character class" in result.stderr
+    # Options from elsewhere (an older bundle, the API) reach grep: its refusal is a fact.
+    options = CollectOptions(probes=("cgroup",), focus="[[:foo:]]")
+    report = collect_host(parse_target("local"), options, tmp_path, 30)
+    facts = report.facts.cgroup
+    assert facts is not None and facts.focus_error and "grep" in facts.focus_error
+    assert facts.focus_processes == []
 
 
 def test_focus_matching_everything_is_capped(tmp_path: Path) -> None:
@@ -377,5 +382,5 @@ def test_parser_and_rules_never_raise_on_any_section(lines: list[str]) -> None:
     facts = cgroup.parse({"cgroup": _captured("\n".join(lines))}, options)
     facts.counted_oom_kills()
     context = RuleContext(options=options, sections={}, collected_at=datetime.now(UTC))
-    for finding in memory_headroom(Facts(cgroup=facts), context):
+    for finding in cgroup_rules.rules(facts, context):
         assert finding.evidence, finding.id

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from forensics.core.facts import Facts
 from forensics.core.models import CollectOptions
 from forensics.core.probe import RuleContext
-from forensics.judge.rules import gpu_errors, kernel, oom
+from forensics.judge.rules import gpu_errors, oom
 from forensics.judge.timeline import kernel_events
 from forensics.kernel.faults import find_faults
 from forensics.kernel.hung_tasks import find_hung_tasks
@@ -19,6 +19,7 @@ from forensics.kernel.lines import Clock, read_lines
 from forensics.kernel.machine_checks import find_machine_checks
 from forensics.kernel.oom_report import find_oom_kills
 from forensics.kernel.xid import bus_id, find_xids, parse_xid
+from forensics.probes import kernel_log_rules
 from tests.kernel_samples import SAMPLES, parse_section, section_text
 from tests.process_section import HostProcess
 from tests.process_section import parse_text as parse_processes
@@ -72,7 +73,7 @@ def judge(text: str, focus: str | None = None) -> None:
         options=CollectOptions(focus=focus), sections={}, collected_at=datetime.now(UTC)
     )
     oom.oom_verdict(facts, context)
-    kernel.kernel_events(facts, context)
+    kernel_log_rules.rules(facts.kernel_log, context)
     gpu_errors.gpu_errors(facts, context)
     kernel_events(facts)
 

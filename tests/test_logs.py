@@ -100,7 +100,7 @@ def test_missing_expected_logs_are_reported_with_their_directory(tmp_path: Path)
     raw = _raw(report)
     for finding in findings:
         line = raw[finding["evidence"][0]["first_line"] - 1]
-        assert line.startswith("expected-missing") and line.endswith(finding["subject"]["path"])
+        assert line.startswith("expected_missing") and line.endswith(finding["subject"]["path"])
 
 
 @pytest.fixture

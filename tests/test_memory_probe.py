@@ -9,12 +9,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.core.facts import Facts
 from forensics.core.models import CollectOptions, SectionResult
 from forensics.core.pressure import parse_pressure
 from forensics.core.probe import Captured, RuleContext
-from forensics.judge.rules.headroom import memory_headroom
-from forensics.probes import memory
+from forensics.probes import memory, memory_rules
 from tests.conftest import run_cli
 
 SAMPLES = Path(__file__).parent / "samples" / "memory"
@@ -93,5 +91,5 @@ def test_parsers_and_rules_never_raise(lines: list[str]) -> None:
     facts = memory.parse({"memory": _captured(text)}, options)
     parse_pressure(text)
     context = RuleContext(options=options, sections={}, collected_at=datetime.now(UTC))
-    for finding in memory_headroom(Facts(memory=facts), context):
+    for finding in memory_rules.rules(facts, context):
         assert finding.evidence, finding.id

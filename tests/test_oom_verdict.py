@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from forensics.core.facts import Facts
 from forensics.core.models import CollectOptions, EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
-from forensics.judge.rules import gpu_errors, kernel, oom
+from forensics.judge.rules import gpu_errors, oom
+from forensics.probes import kernel_log_rules
 from forensics.probes.cgroup import CgroupCounters, CgroupFacts
 from forensics.probes.system import SystemFacts
 from tests.kernel_samples import parse_section, sample, section_text
@@ -199,7 +200,7 @@ def test_dropped_matches_of_a_huge_log_prevent_ruling_out() -> None:
 def test_kernel_events_become_one_finding_per_process_and_kind() -> None:
     facts = Facts(kernel_log=parse_section(section_text(sample("events-6.x.dmesg"))))
     context = RuleContext(options=CollectOptions(), sections={}, collected_at=datetime.now(UTC))
-    findings = kernel.kernel_events(facts, context)
+    findings = kernel_log_rules.rules(facts.kernel_log, context)
     summary = [(f.id, f.severity.value) for f in findings]
     assert summary == [
         ("kernel.segfault", "warning"),

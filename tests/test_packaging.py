@@ -26,5 +26,7 @@ def test_the_wheel_installs_one_top_level_package_with_probes_and_templates(
     assert top == {"forensics"}
     probes = {Path(n).name for n in names if n.startswith("forensics/probes/")}
     assert {p.name for p in (ROOT / "probes").glob("*.py")} <= probes
+    assert {p.name for p in (ROOT / "probes").glob("*.sh")} <= probes  # the host shell
+    assert {"forensics/remote/host_script.sh", "forensics/remote/focus.sh"} <= set(names)
     templates = {n for n in names if n.startswith("forensics/reports/templates/")}
     assert "forensics/reports/templates/host.html.j2" in templates

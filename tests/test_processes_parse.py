@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from forensics.core.models import CollectOptions, Finding
 from forensics.core.probe import RuleContext
 from forensics.core.redaction import redact, redact_argv
+from forensics.probes.process_rules import rules as process_rules
 from forensics.probes.processes import ProcessesFacts
-from forensics.probes.processes import rules as process_rules
 from forensics.reports.process_tree import tree_lines
 from tests.process_section import NONCE, HostProcess, parse_text, section_text
 

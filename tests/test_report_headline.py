@@ -10,7 +10,8 @@ from forensics.core.models import CollectOptions, Finding, Target
 from forensics.core.probe import RuleContext
 from forensics.judge.analysis import sort_findings
 from forensics.judge.host_report import HostReport
-from forensics.judge.rules import kernel, oom
+from forensics.judge.rules import oom
+from forensics.probes import kernel_log_rules
 from forensics.reports.headline import headline
 from tests.kernel_samples import parse_section, sample, section_text
 
@@ -20,7 +21,9 @@ NOW = datetime(2025, 11, 30, tzinfo=UTC)
 def _findings(log: str, focus: str | None = None) -> list[Finding]:
     facts = Facts(kernel_log=parse_section(section_text(sample(log))))
     context = RuleContext(options=CollectOptions(focus=focus), sections={}, collected_at=NOW)
-    return sort_findings(oom.oom_verdict(facts, context) + kernel.kernel_events(facts, context))
+    return sort_findings(
+        oom.oom_verdict(facts, context) + kernel_log_rules.rules(facts.kernel_log, context)
+    )
 
 
 def _headline(findings: list[Finding]) -> str:

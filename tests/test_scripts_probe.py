@@ -21,6 +21,9 @@ from typing import Any
 
 import pytest
 
+from forensics.collect import collect as collect_host
+from forensics.core.models import CollectOptions
+from forensics.core.targets import parse_target
 from tests.conftest import run_cli
 from tests.sshd import SshServer
 
@@ -369,11 +372,14 @@ def test_dash_wrappers_are_read_from_their_directory_and_a_deleted_one_is_report
 def test_a_focus_regex_grep_rejects_is_reported_and_the_rest_still_runs(
     sshd: SshServer, tmp_path: Path
 ) -> None:
-    # Python accepts this pattern (the CLI checks --focus with it); grep -E refuses it.
-    _, report, _ = collect(sshd.target_args(), tmp_path / "out", "--focus", "cuzk[[:foo:]]")
-    facts = report["facts"]["scripts"]
-    assert facts["focus_error"] and "grep" in facts["focus_error"]
-    assert facts["focus_matches"] == [] and facts["zombie_count"] is not None
+    refused = run_cli("collect", *sshd.target_args(), "--focus", "cuzk[[:foo:]]")
+    assert refused.exit_code == 2 and "[:foo:] is not a character class" in refused.stderr
+    # Options from elsewhere (an older bundle, the API) reach grep: its refusal is a fact.
+    options = CollectOptions(probes=("scripts",), focus="cuzk[[:foo:]]")
+    report = collect_host(parse_target("local"), options, tmp_path / "out", 30)
+    facts = report.facts.scripts
+    assert facts is not None and facts.focus_error and "grep" in facts.focus_error
+    assert facts.focus_matches == [] and facts.zombie_count is not None
 
 
 def test_analyze_replays_a_scripts_bundle_to_the_same_findings(

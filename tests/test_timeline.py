@@ -7,13 +7,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from forensics.core.facts import Facts
+from forensics.core.focus import FocusProcess
 from forensics.core.models import CollectOptions, CollectStatus, Target
 from forensics.core.probe import RuleContext
+from forensics.core.timeline_event import ENDINGS
 from forensics.judge import timeline
 from forensics.judge.host_report import HostReport
 from forensics.judge.rules.log_end import log_ended_early
 from forensics.judge.timeline import build_timeline, kernel_time_to_utc
-from forensics.probes.focus_pids import FocusProcess
 from forensics.probes.gpu import GpuFacts, SmiRun
 from forensics.probes.logs import LogFile, LogLine, LogsFacts
 from forensics.probes.system import SystemFacts
@@ -181,8 +182,8 @@ def test_kernel_events_of_every_kind_get_their_kind_and_line() -> None:
     assert (
         kinds == ["segfault", "segfault", "trap", "hung_task"] + ["xid"] * 6 + ["machine_check"] * 4
     )
-    assert {"segfault", "trap", "xid"} <= timeline.ENDINGS
-    assert not {"hung_task", "machine_check"} & timeline.ENDINGS
+    assert {"segfault", "trap", "xid"} <= ENDINGS
+    assert not {"hung_task", "machine_check"} & ENDINGS
     xid = next(e for e in events if e.text.startswith("GPU 00000000:3B:00.0 reported Xid 31"))
     assert xid.text.endswith("pid 40112 (python3)") and xid.line == 23
 

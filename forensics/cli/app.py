@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from forensics.cli import lint_script
+from forensics.cli import explain, lint_script
 from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.analyze import analyze_command
@@ -20,7 +20,8 @@ from forensics.cli.inventory import app as inventory_app
 from forensics.cli.schema import schema_command
 from forensics.cli.sweep import sweep_command
 from forensics.cli.version import version_command
-from forensics.core.errors import EXIT_USAGE, ForensicsError
+from forensics.core.errors import ForensicsError
+from forensics.core.exit_status import ExitStatus
 
 EXIT_CODES_HELP = """
 Exit status: 0 collected, no finding at or above --fail-on; 1 collected with such a finding;
@@ -74,6 +75,7 @@ app.command("report")(report_command.report_command)
 app.command("watch")(memory_watch.watch_command)
 app.command("wait")(memory_watch.wait_command)
 app.command("lint-script")(lint_script.lint_script_command)
+app.command("explain")(explain.explain_command)
 app.command("schema")(schema_command)
 app.command("version")(version_command)
 app.command("sweep")(sweep_command)
@@ -89,22 +91,22 @@ def main() -> None:
     except ClickUsageError as error:
         if type(error).__name__ == "NoArgsIsHelpError":  # a bare command group: its help
             sys.stderr.write(_context(error).get_help() + "\n")
-            sys.exit(EXIT_USAGE)
-        _fail(usage_line(error), EXIT_USAGE)
+            sys.exit(ExitStatus.usage)
+        _fail(usage_line(error), ExitStatus.usage)
     except ClickError as error:
         said: Any = error
         _fail(str(said.format_message()), int(said.exit_code))
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
     except (KeyboardInterrupt, typer.Abort):
-        _fail("interrupted", 130)
+        _fail("interrupted", ExitStatus.interrupted)
     except Exception as error:
         if os.environ.get("FORENSICS_DEBUG"):
             raise
         _fail(
             f"internal error: {type(error).__name__}: {error} (set FORENSICS_DEBUG=1 for a "
             "traceback, and report it)",
-            70,
+            ExitStatus.internal_error,
         )
     sys.exit(status if isinstance(status, int) else 0)
 

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel, Field
 
-from forensics.core.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from forensics.core.exit_status import ExitStatus
 from forensics.reports.escaping import inert
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
 from forensics.shell.masking import MaskingAnalysis, find_masking
@@ -64,9 +64,9 @@ def lint_script_command(
     else:
         sys.stdout.write("".join(_text(result, checked) for result, checked in results))
     if any(result.problem for result, _ in results):
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(ExitStatus.usage)
     masked = any(result.analysis and result.analysis.issues for result, _ in results)
-    raise typer.Exit(EXIT_FINDINGS if masked else EXIT_OK)
+    raise typer.Exit(ExitStatus.findings if masked else ExitStatus.ok)
 
 
 def _lint_file(

@@ -13,7 +13,8 @@ from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.options import Given, declared_options, read_duration
-from forensics.core.errors import EXIT_FINDINGS, EXIT_NOT_COLLECTED, EXIT_OK, UsageError
+from forensics.core.errors import UsageError
+from forensics.core.exit_status import ExitStatus
 from forensics.core.models import CollectOptions, Severity, SshOptions
 from forensics.fleet.inventory import load_inventory
 from forensics.fleet.lock import SweepLock
@@ -31,8 +32,6 @@ from forensics.fleet.sweep import (
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
 
-EXIT_BY_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
-
 
 def warn(message: str) -> None:
     sys.stderr.write(f"forensics: warning: {message}\n")
@@ -42,18 +41,20 @@ def _say(message: str) -> None:
     sys.stderr.write(f"forensics: {message}\n")
 
 
-def exit_status(report: FleetReport, fail_on: Severity | None, allow_unreachable: int) -> int:
+def exit_status(
+    report: FleetReport, fail_on: Severity | None, allow_unreachable: int
+) -> ExitStatus:
     """130/143 when a signal stopped it; 3 when more hosts than allowed were not collected;
     1 when a collected host has a finding at or above ``fail_on``; else 0."""
     if report.interrupted_by is not None:
-        return EXIT_BY_SIGNAL.get(report.interrupted_by, 130)
+        return ExitStatus.by_signal(report.interrupted_by)
     if len(report.not_collected) > allow_unreachable:
-        return EXIT_NOT_COLLECTED
+        return ExitStatus.not_collected
     if fail_on is not None and any(
         host.worst is not None and host.worst.rank >= fail_on.rank for host in report.hosts
     ):
-        return EXIT_FINDINGS
-    return EXIT_OK
+        return ExitStatus.findings
+    return ExitStatus.ok
 
 
 @declared_options(
@@ -171,7 +172,7 @@ def sweep_command(
                     _say,
                 )
                 if last is None or last.interrupted_by is None:
-                    raise typer.Exit(EXIT_OK)
+                    raise typer.Exit(ExitStatus.ok)
                 report = last
         finally:
             store.close()

@@ -22,7 +22,9 @@ from typing import Annotated
 import typer
 
 from forensics.cli.options import Given, declared_options, read_duration
+from forensics.core.cgroup_paths import V2_ROOT
 from forensics.core.errors import CollectionError, UsageError
+from forensics.core.exit_status import ExitStatus
 from forensics.core.models import SshOptions, Target
 from forensics.core.targets import parse_target
 from forensics.core.units import describe_duration, gib
@@ -31,15 +33,12 @@ from forensics.watch.condition import Condition, parse_condition
 from forensics.watch.sampler import MemorySample, SampledCgroup, read_line, sampler_script
 from forensics.watch.trend import seconds_until, slope
 
-EXIT_MET = 0
-EXIT_TIMED_OUT = 1
 MIN_EVERY_S = 0.1
 # Rates in `watch` follow the last few samples; `wait` fits over more, for a steadier ETA.
 RATE_SAMPLES = 5
 FIT_SAMPLES = 10
 # A host under memory pressure can delay a sample; say so after this long, keep waiting.
 LATE_AFTER_S = 10.0
-CGROUP_ROOT = "/sys/fs/cgroup"
 
 
 class WatchFormat(enum.StrEnum):
@@ -95,7 +94,7 @@ def watch_command(
             _watch(stream, nonce, every_s, count, format, parsed)
     except KeyboardInterrupt:
         pass
-    raise typer.Exit(0)
+    raise typer.Exit(ExitStatus.ok)
 
 
 def _watch(
@@ -233,12 +232,12 @@ def _wait(
         if all(c.holds(_value(c, item)) for c in conditions):
             took = describe_duration(elapsed, tenths=True)
             _out(f"met after {took}: {_state(conditions, history)}")
-            return EXIT_MET
+            return ExitStatus.ok
         eta = _eta(conditions, history, remaining)
         _out(f"+{elapsed:6.1f}s  {_state(conditions, history)}  {eta}")
     last = f": {_state(conditions, history)}" if history else ""
     _out(f"timed out after {describe_duration(timeout_s, tenths=True)}{last}")
-    return EXIT_TIMED_OUT
+    return ExitStatus.findings
 
 
 def _check_cgroup(sampled: SampledCgroup, conditions: Sequence[Condition], target: Target) -> None:
@@ -362,10 +361,9 @@ def _check_cgroup_option(cgroup: str | None) -> None:
     if cgroup is None:
         return
     path = PurePosixPath(cgroup)
-    if not path.is_absolute() or ".." in path.parts or not path.is_relative_to(CGROUP_ROOT):
+    if not path.is_absolute() or ".." in path.parts or not path.is_relative_to(V2_ROOT):
         raise UsageError(
-            f"--cgroup {cgroup!r}: name a directory under {CGROUP_ROOT}, "
-            "e.g. /sys/fs/cgroup/memory/job"
+            f"--cgroup {cgroup!r}: name a directory under {V2_ROOT}, e.g. /sys/fs/cgroup/memory/job"
         )
 
 

@@ -1,24 +1,18 @@
 """One exception type per failure the operator can act on; the CLI maps each to one line.
 
-Exit statuses (documented in the README and ``forensics --help``):
-0 collected, nothing at or above ``--fail-on``; 1 collected with such a finding;
-2 usage or configuration error; 3 could not collect.
+Exit statuses: ``forensics/core/exit_status.py``.
 """
 
 from __future__ import annotations
 
+from forensics.core.exit_status import ExitStatus
 from forensics.core.models import CollectStatus
-
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
-EXIT_NOT_COLLECTED = 3
 
 
 class ForensicsError(Exception):
     """Base: a message for a tired human, and the exit status that goes with it."""
 
-    exit_code = EXIT_USAGE
+    exit_code = ExitStatus.usage
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -36,7 +30,7 @@ class BundleError(ForensicsError):
 class CollectionError(ForensicsError):
     """The host could not be collected; ``status`` says how it failed."""
 
-    exit_code = EXIT_NOT_COLLECTED
+    exit_code = ExitStatus.not_collected
     status: CollectStatus = CollectStatus.unreachable
 
 

@@ -1,20 +1,26 @@
 """The contract every probe in ``probes/`` fulfils.
 
 A probe declares the sections it runs on the host, turns their raw text into pydantic facts
-with a pure ``parse``, and may judge its own facts with ``rules``. Judgements that need
-several probes' facts live in ``forensics/judge/rules/``.
+with a pure ``parse``, and may judge its own facts with ``rules``, either beside the parser
+or, when they need room, in ``probes/<name>_rules.py``, which the probe names by
+``rules_module`` (that module imports the probe, never the other way, so no import loop).
+Work that runs a local program on the facts (ShellCheck) is ``examine``: it runs at
+analysis time, after ``parse``, and its results are facts, so that rules stay pure.
+Judgements that need several probes' facts live in ``forensics/judge/rules/``.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from forensics.core.models import CollectOptions, Finding, SectionResult, SectionSpec
+from forensics.core.timeline_event import TimelineEvent
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,15 @@ class Captured:
 Captures = Mapping[str, Captured]
 
 
-FactsT = TypeVar("FactsT", bound=BaseModel)
+class ProbeFacts(BaseModel):
+    """What every probe's facts say: whether the probe could read its evidence at all."""
+
+    unavailable: str | None = Field(
+        default=None, description="Why the probe's evidence could not be read; None when it was."
+    )
+
+
+FactsT = TypeVar("FactsT", bound=ProbeFacts)
 
 
 @dataclass(frozen=True)
@@ -53,16 +67,60 @@ def _no_rules(facts: BaseModel, context: RuleContext) -> list[Finding]:
     return []
 
 
+def _as_parsed(facts: FactsT) -> FactsT:
+    return facts
+
+
+def _no_events(facts: BaseModel) -> list[TimelineEvent]:
+    return []
+
+
 @dataclass(frozen=True)
 class Probe(Generic[FactsT]):
-    """A probe: what it runs (``sections``), how it reads it (``parse``, pure), and the
-    findings its own facts support (``rules``, pure)."""
+    """A probe: what it runs (``sections``), how it reads it (``parse``, pure), the
+    findings its own facts support (``rules``, pure; or ``rules_module``'s ``rules``), the
+    dated events they hold (``timeline``), and where it goes: ``run_order`` on the host
+    (cheap and fast first, so a deadline late in the run loses the least) and
+    ``report_order`` in a host report (lower first). Ties go by name."""
 
     name: str
+    run_order: int
+    report_order: int
     sections: Callable[[CollectOptions], list[SectionSpec]]
     facts_model: type[FactsT]
     parse: Callable[[Captures, CollectOptions], FactsT]
     rules: Callable[[FactsT, RuleContext], list[Finding]] = field(default=_no_rules)
+    rules_module: str | None = None
+    examine: Callable[[FactsT], FactsT] = field(default=_as_parsed)
+    timeline: Callable[[FactsT], list[TimelineEvent]] = field(default=_no_events)
+
+    def events(self, facts: FactsT | None) -> list[TimelineEvent]:
+        """The dated events in this probe's facts; none when it did not run."""
+        return [] if facts is None else self.timeline(facts)
+
+    def judge(self, facts: FactsT, context: RuleContext) -> list[Finding]:
+        """Every finding of this probe's own rules on ``facts``."""
+        findings = self.rules(facts, context)
+        if self.rules_module is not None:
+            module = importlib.import_module(self.rules_module)
+            module_rules: Callable[[FactsT, RuleContext], list[Finding]] = module.rules
+            findings = findings + module_rules(facts, context)
+        return findings
+
+
+def open_section(captures: Captures, section: str) -> tuple[Captured | None, str | None]:
+    """The opening of every ``parse``: the section's capture, and why it is not complete
+    evidence (None when it is). The capture is None when there is nothing to read (not
+    collected, or stopped before it wrote anything); the reason then says why.
+
+    >>> open_section({}, "memory")
+    (None, 'section memory was not collected')
+    """
+    reason = unavailable_reason(captures, section)
+    captured = captures.get(section)
+    if captured is None or (reason and not captured.text):
+        return None, reason
+    return captured, reason
 
 
 def unavailable_reason(captures: Captures, section: str) -> str | None:

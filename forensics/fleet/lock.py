@@ -14,14 +14,13 @@ from types import TracebackType
 from typing import IO
 
 from forensics.core.errors import ForensicsError
-
-EXIT_LOCKED = 4
+from forensics.core.exit_status import ExitStatus
 
 
 class SweepLocked(ForensicsError):
     """Another sweep holds the lock; this one did nothing."""
 
-    exit_code = EXIT_LOCKED
+    exit_code = ExitStatus.locked
 
 
 class SweepLock:

@@ -30,9 +30,9 @@ def analyze(manifest: Manifest, captures: Captures, bundle: str | None) -> HostR
     for probe in PROBES:
         if not _probe_ran(probe, manifest, ran):
             continue
-        facts = probe.parse(captures, manifest.options)
+        facts = probe.examine(probe.parse(captures, manifest.options))
         parsed[probe.name] = facts
-        findings.extend(probe.rules(facts, context))
+        findings.extend(probe.judge(facts, context))
     all_facts = Facts(**parsed)
     for rule in CROSS_RULES:
         findings.extend(rule(all_facts, context))

@@ -15,7 +15,7 @@ from forensics.core.models import (
     Severity,
     Target,
 )
-from forensics.judge.timeline import TimelineEvent
+from forensics.core.timeline_event import TimelineEvent
 
 SCHEMA_VERSION = 1
 

@@ -19,28 +19,25 @@ import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from forensics.core.facts import Facts
+from forensics.core.timeline_event import (
+    COLLECTION,
+    HUNG_TASK,
+    MACHINE_CHECK,
+    OOM_KILL,
+    PROCESS_START,
+    SEGFAULT,
+    TRAP,
+    XID,
+    TimelineEvent,
+)
 from forensics.core.units import describe_duration
 from forensics.kernel.oom_report import OomKill
+from forensics.probes import PROBES
+from forensics.probes.kernel_log import KernelLogFacts
+from forensics.probes.logs import LogsFacts
 from forensics.probes.processes import ProcessEntry, ProcessesFacts
-
-BOOT = "boot"
-COLLECTION = "collection"
-PROCESS_START = "process_start"
-LOG_LAST_WRITE = "log_last_write"
-GPU_FAILURE = "gpu_failure"
-HUNG_TASK = "hung_task"
-MACHINE_CHECK = "machine_check"
-# Kinds that end a process; a log that stops just before one of these ended early. The
-# kernel prints a segfault or trap line only for a signal the process does not handle.
-OOM_KILL = "oom_kill"
-SEGFAULT = "segfault"
-TRAP = "trap"
-XID = "xid"
-PROCESS_EXIT = "process_exit"
-ENDINGS = frozenset({OOM_KILL, SEGFAULT, TRAP, XID, PROCESS_EXIT})
+from forensics.probes.system import SystemFacts
 
 # Larger than this, the difference between the host's clock and ours is worth saying.
 CLOCK_SKEW_WORTH_SAYING_S = 5
@@ -49,22 +46,6 @@ KERNEL_EVENTS_PER_KIND = 20
 # A broad --focus (``python``) matches many processes; the oldest starts tell the story.
 FOCUS_STARTS_MAX = 8
 TEXT_CHARS = 160
-
-
-class TimelineEvent(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    time: datetime = Field(description="UTC.")
-    approximate: bool = Field(
-        default=False, description="Derived (e.g. kernel seconds since boot), not read."
-    )
-    source: str = Field(description="The section the time comes from.")
-    line: int | None = Field(default=None, description="1-based line in that section.")
-    kind: str = Field(description="boot, collection, process_start, log_last_write, ...")
-    text: str
-    pid: int | None = Field(
-        default=None, description="The process it is about, if one (kernel events: host PID)."
-    )
 
 
 Contributor = Callable[[Facts], list[TimelineEvent]]
@@ -97,20 +78,9 @@ def kernel_time_to_utc(
         return None
 
 
-def boot_events(facts: Facts) -> list[TimelineEvent]:
-    system = facts.system
-    if system is None or system.boot_time is None:
-        return []
-    return [
-        TimelineEvent(
-            time=system.boot_time, source="system", kind=BOOT, text="host booted (/proc/stat btime)"
-        )
-    ]
-
-
 def process_start_events(facts: Facts) -> list[TimelineEvent]:
     """Starts of the focus processes, the zombies and the zombies' parents."""
-    table = facts.processes
+    table = facts.of(ProcessesFacts)
     if table is not None and table.processes:
         return _table_starts(table)
     return _focus_line_starts(facts)
@@ -155,7 +125,7 @@ def _start_text(role: str, entry: ProcessEntry) -> str:
 
 
 def _focus_line_starts(facts: Facts) -> list[TimelineEvent]:
-    logs = facts.logs
+    logs = facts.of(LogsFacts)
     if logs is None:
         return []
     return [
@@ -176,10 +146,10 @@ def _focus_line_starts(facts: Facts) -> list[TimelineEvent]:
 
 def kernel_events(facts: Facts) -> list[TimelineEvent]:
     """OOM kills, CPU faults, Xid errors, hung tasks and machine checks of the kernel log."""
-    log = facts.kernel_log
+    log = facts.of(KernelLogFacts)
     if log is None:
         return []
-    system = facts.system
+    system = facts.of(SystemFacts)
     boot = system.boot_time if system and system.boot_time else log.boot_time
     uptime = system.uptime_s if system and system.uptime_s is not None else log.uptime_s
 
@@ -246,57 +216,23 @@ def _oom_text(kill: OomKill) -> str:
     return f"OOM kill of {kill.name} (pid {kill.pid}): {why}{earlier}"
 
 
-def log_events(facts: Facts) -> list[TimelineEvent]:
-    logs = facts.logs
-    if logs is None:
-        return []
-    return [
-        TimelineEvent(
-            time=log.modified,
-            source="logs",
-            line=log.stat_line,
-            kind=LOG_LAST_WRITE,
-            text=f"last write to {log.path} ({log.size_bytes} bytes)",
-        )
-        for log in logs.files
-        if log.modified is not None
-    ]
-
-
-def gpu_events(facts: Facts) -> list[TimelineEvent]:
-    gpu = facts.gpu
-    if gpu is None or gpu.failure is None or gpu.host_clock is None:
-        return []
-    return [
-        TimelineEvent(
-            time=gpu.host_clock,
-            source="gpu",
-            line=gpu.failure_run.first_line if gpu.failure_run else None,
-            kind=GPU_FAILURE,
-            text=f"nvidia-smi failed ({gpu.failure}): {gpu.failure_message}",
-        )
-    ]
-
-
-CONTRIBUTORS: tuple[Contributor, ...] = (
-    boot_events,
-    process_start_events,
-    kernel_events,
-    log_events,
-    gpu_events,
-)
+CROSS_CONTRIBUTORS: tuple[Contributor, ...] = (process_start_events, kernel_events)
+"""The contributions that need several probes' facts; each probe adds its own with its
+``timeline`` (``Probe.timeline``)."""
 
 
 def host_events(facts: Facts) -> list[TimelineEvent]:
-    """Every contributor's events, in time order."""
-    events = [event for contributor in CONTRIBUTORS for event in contributor(facts)]
+    """Every probe's events and the cross-probe ones, in time order."""
+    events = [event for probe in PROBES for event in probe.events(facts.of(probe.facts_model))]
+    events += [event for contributor in CROSS_CONTRIBUTORS for event in contributor(facts)]
     return sorted(events, key=lambda event: event.time)
 
 
 def build_timeline(facts: Facts, collection_started: datetime) -> list[TimelineEvent]:
     """The host's events and the collection itself, in time order (stable for equal times)."""
     text = "collection started (this machine's clock)"
-    host_clock = facts.system.host_clock if facts.system else None
+    system = facts.of(SystemFacts)
+    host_clock = system.host_clock if system else None
     if host_clock is not None:
         skew = (host_clock - collection_started).total_seconds()
         if abs(skew) > CLOCK_SKEW_WORTH_SAYING_S:

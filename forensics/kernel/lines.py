@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
+from forensics.core.evidence import cite
 from forensics.core.models import EvidenceRef
 
 EXCERPT_CHARS = 400
@@ -78,12 +79,7 @@ class KernelLine:
 
     def evidence(self, section: str) -> EvidenceRef:
         """This line as a finding's evidence (long lines cut at ``EXCERPT_CHARS``)."""
-        return EvidenceRef(
-            section=section,
-            first_line=self.number,
-            last_line=self.number,
-            excerpt=self.text[:EXCERPT_CHARS],
-        )
+        return cite(section, self.number, self.text[:EXCERPT_CHARS])
 
 
 def read_lines(text: str, first_number: int, clock: Clock) -> list[KernelLine]:

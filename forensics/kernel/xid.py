@@ -23,6 +23,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from forensics.core.models import EvidenceRef, Severity
+from forensics.core.numbers import parse_int
 from forensics.kernel.lines import KernelLine
 
 _XID = re.compile(
@@ -224,9 +225,9 @@ def find_xids(lines: Sequence[KernelLine], section: str) -> list[XidEvent]:
                 pci=pci,
                 bus_id=normalized,
                 gpu_uuid=uuids.get(normalized),
-                gpu_instance=_int(fields["gi"]),
-                compute_instance=_int(fields["ci"]),
-                pid=_int((fields["pid"] or "").strip("'\" ")),
+                gpu_instance=parse_int(fields["gi"], minimum=0),
+                compute_instance=parse_int(fields["ci"], minimum=0),
+                pid=parse_int((fields["pid"] or "").strip("'\" "), minimum=0),
                 process=_name(fields["name"]),
                 detail=(fields["detail"] or "").strip(),
                 monotonic_s=line.monotonic_s,
@@ -235,10 +236,6 @@ def find_xids(lines: Sequence[KernelLine], section: str) -> list[XidEvent]:
             )
         )
     return events
-
-
-def _int(text: str | None) -> int | None:
-    return int(text) if text and text.isdecimal() else None
 
 
 def _name(text: str | None) -> str | None:

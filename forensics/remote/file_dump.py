@@ -11,12 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
-def head_command(paths: Sequence[str], max_bytes_each: int = 65536) -> str:
-    """The shell text that dumps ``paths``; errors for missing files go to stderr."""
-    quoted = " ".join("'" + path.replace("'", "'\"'\"'") + "'" for path in paths)
-    return f"head -v -c {max_bytes_each} {quoted}"
-
-
 def split_head_output(text: str, paths: Sequence[str]) -> dict[str, str]:
     """Map each requested path that was read to its content.
 

@@ -13,15 +13,23 @@ The reader takes exactly the announced number of bytes, so no output of the host
 or split a boundary, whatever it prints; the per-run nonce keeps the reader from mistaking
 host output for framing when it resynchronises. ``t0``/``t1`` are /proc/uptime readings
 (read with the shell's builtin ``read``: no process) from which the duration follows.
+
+The shell itself lives in ``.sh`` files: ``host_script.sh`` (the prelude: private directory,
+traps, ``_fx_sec``), ``focus.sh`` (``_fx_focus``, written into the private directory when
+there is a ``--focus``) and each probe's ``probes/<name>.sh``. Their inputs come from a
+preamble of ``name='value'`` lines (``assignments``); no text is substituted inside them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 
+from forensics.core.focus import host_octal
 from forensics.core.models import SectionResult, SectionSpec
 
 STDERR_LINES_KEPT = 20
@@ -30,52 +38,6 @@ TIMEOUT_KILL_GRACE_S = 2
 # Exit statuses that mean "killed by our timeout": GNU timeout's 124, and SIGTERM/SIGKILL
 # deaths (busybox timeout, the watchdog, or -k escalation), told apart by the elapsed time.
 _TIMEOUT_STATUSES = frozenset({124, 137, 143})
-
-_PRELUDE = """\
-LC_ALL=C; export LC_ALL
-PATH="$PATH:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"; export PATH
-umask 077
-_fx_n=@NONCE@
-_fx_d="${TMPDIR:-/tmp}/forensics.$$.$_fx_n"
-if ! mkdir "$_fx_d" 2>/dev/null; then
-  _fx_d="/dev/shm/forensics.$$.$_fx_n"
-  mkdir "$_fx_d" 2>/dev/null || { printf '\\n%s FATAL no writable temp dir\\n' "$_fx_n"; exit 70; }
-fi
-trap 'cd /; rm -rf "$_fx_d"' EXIT
-trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; trap '' PIPE
-cd "$_fx_d" || exit 70
-if timeout -k 1 5 true 2>/dev/null; then _fx_to=k
-elif timeout -t 5 true 2>/dev/null; then _fx_to=t
-else _fx_to=w
-fi
-_fx_sec() {
-  printf '\\n%s START %s\\n' "$_fx_n" "$1"
-  _fx_u0=0; read -r _fx_u0 _fx_x </proc/uptime 2>/dev/null
-  case $_fx_to in
-    k) timeout -k @KILL@ "$2" sh -c "$4" >o 2>e </dev/null ;;
-    t) timeout -t "$2" sh -c "$4" >o 2>e </dev/null ;;
-    *) sh -c "$4" >o 2>e </dev/null &
-       _fx_p=$!
-       ( sleep "$2"; kill -9 "$_fx_p" ) >/dev/null 2>&1 &
-       _fx_w=$!
-       wait "$_fx_p"; _fx_rc=$?
-       kill "$_fx_w" 2>/dev/null
-       ( exit "$_fx_rc" ) ;;
-  esac
-  _fx_rc=$?
-  _fx_u1=0; read -r _fx_u1 _fx_x </proc/uptime 2>/dev/null
-  _fx_s=$(wc -c <o); _fx_s=$((_fx_s + 0))
-  printf '\\n%s DATA %s %s %s %s %s %s\\n' \
-    "$_fx_n" "$1" "$_fx_rc" "$_fx_u0" "$_fx_u1" "$_fx_s" "$_fx_to"
-  if [ "$_fx_s" -gt 0 ]; then head -c "$3" o; fi
-  _fx_i=0
-  while [ "$_fx_i" -lt @ERRLINES@ ] && IFS= read -r _fx_l || [ -n "$_fx_l" ]; do
-    printf '\\n%s ERR %s' "$_fx_n" "$_fx_l"
-    _fx_i=$((_fx_i + 1)); _fx_l=
-  done <e
-  printf '\\n%s END %s\\n' "$_fx_n" "$1"
-}
-"""
 
 
 @dataclass(frozen=True)
@@ -100,23 +62,78 @@ def shell_quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def compose(sections: Sequence[SectionSpec], nonce: str | None = None) -> Script:
-    """One script for all sections, in the order given (callers put cheap ones first)."""
+def compose(
+    sections: Sequence[SectionSpec], nonce: str | None = None, focus: str | None = None
+) -> Script:
+    """One script for all sections, in the order given (callers put cheap ones first).
+
+    The prelude (``host_script.sh``) makes the private directory, writes ``focus.sh`` and,
+    with ``focus``, the regex into it, and defines ``_fx_sec``, which runs one section.
+    """
     nonce = nonce or secrets.token_hex(16)
     names = [s.name for s in sections]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate section names: {names}")
-    prelude = (
-        _PRELUDE.replace("@NONCE@", nonce)
-        .replace("@KILL@", str(TIMEOUT_KILL_GRACE_S))
-        .replace("@ERRLINES@", str(STDERR_LINES_KEPT))
+    preamble = assignments(
+        {
+            "_fx_n": nonce,
+            "_fx_kill": TIMEOUT_KILL_GRACE_S,
+            "_fx_errlines": STDERR_LINES_KEPT,
+            "_fx_focus_octal": host_octal(focus) if focus else "",
+            "_fx_focus_sh": shell_file("forensics.remote", "focus.sh") if focus else "",
+        }
     )
     calls = [
         f"_fx_sec {s.name} {_seconds(s.timeout_s)} {s.max_bytes} {shell_quote(s.shell)}"
         for s in sections
     ]
-    text = prelude + "\n".join(calls) + "\n"
+    # The sections and focus.sh travel as single-quoted text, expanded when they run.
+    text = (
+        "# shellcheck disable=SC2016\n"
+        + preamble
+        + shell_file("forensics.remote", "host_script.sh")
+        + "\n".join(calls)
+        + "\n"
+    )
     return Script(text=text, nonce=nonce, sections=tuple(sections))
+
+
+ShellValue = str | int | Sequence[str] | None
+
+
+def assignments(values: Mapping[str, ShellValue]) -> str:
+    """The preamble that sets a shell file's inputs: one ``name='value'`` line each. A
+    sequence becomes its items one per line (loop over it with ``while read``); None, empty.
+
+    >>> print(assignments({"most": 8, "focus": None, "paths": ("/a b", "it's")}), end="")
+    most='8'
+    focus=''
+    paths='/a b
+    it'"'"'s'
+    """
+    lines = []
+    for name, value in values.items():
+        if value is None:
+            text = ""
+        elif isinstance(value, str | int):
+            text = str(value)
+        else:
+            text = "\n".join(value)
+        lines.append(f"{name}={shell_quote(text)}\n")
+    return "".join(lines)
+
+
+@cache
+def shell_file(package: str, name: str) -> str:
+    """The text of a ``.sh`` file shipped in ``package`` (package data)."""
+    return resources.files(package).joinpath(name).read_text(encoding="utf-8")
+
+
+def probe_shell(module: str, values: Mapping[str, ShellValue]) -> str:
+    """A probe's section shell: the preamble setting ``values``, then the ``.sh`` file
+    beside the probe's module (``forensics.probes.cgroup`` runs ``cgroup.sh``)."""
+    package, _, name = module.rpartition(".")
+    return assignments(values) + shell_file(package, f"{name}.sh")
 
 
 def _seconds(value: float) -> str:

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forensics.core.focus import Focus, FocusError
 from forensics.shell.syntax import (
     AndOr,
     Command,
@@ -159,16 +160,21 @@ def _dialect(interpreter: str | None, first_line: str) -> str:
     return "unknown"
 
 
-def _daemon_matcher(supervised: Sequence[str], focus: str | None) -> re.Pattern[str] | None:
-    patterns = [re.escape(name) for name in supervised if name]
-    if focus:
-        try:
-            re.compile(focus)
-        except re.error:
-            focus = None
-        else:
-            patterns.append(f"(?:{focus})")
-    return re.compile("|".join(patterns)) if patterns else None
+def _daemon_matcher(supervised: Sequence[str], focus: str | None) -> Callable[[str], bool] | None:
+    """Whether a command's text names the daemon: a supervised name, or ``--focus`` matched
+    as everywhere else (``forensics/core/focus.py``; a pattern it refuses is left out)."""
+    names = [name for name in supervised if name]
+    try:
+        pattern = Focus.compile(focus) if focus else None
+    except FocusError:
+        pattern = None
+    if not names and pattern is None:
+        return None
+
+    def names_daemon(text: str) -> bool:
+        return any(name in text for name in names) or (pattern is not None and pattern.search(text))
+
+    return names_daemon
 
 
 @dataclass
@@ -273,7 +279,7 @@ class _Walker:
         lines: list[str],
         settings: _Settings,
         dialect: str,
-        daemon: re.Pattern[str] | None,
+        daemon: Callable[[str], bool] | None,
     ) -> None:
         self.lines = lines
         self.settings = settings
@@ -582,7 +588,7 @@ class _Walker:
     def check_discarded(self, item: AndOr) -> None:
         left = item.pipelines[:-1]
         looks_like_daemon = any(_is_sink_pipeline(p) for p in left) or (
-            self.daemon is not None and any(self.daemon.search(_text([p])) for p in left)
+            self.daemon is not None and any(self.daemon(_text([p])) for p in left)
         )
         if not looks_like_daemon:
             return

@@ -20,9 +20,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from forensics.core.cgroup_paths import UNLIMITED_AT
+from forensics.core.numbers import parse_float, parse_int
 from forensics.remote.host_script import shell_quote
-
-UNLIMITED_AT = 1 << 62
 
 _LOOP = """\
 LC_ALL=C; export LC_ALL
@@ -125,11 +125,11 @@ def read_line(nonce: str, line: str, received: datetime) -> MemorySample | Sampl
         return SampledCgroup(version=int(words[2]), path=None if path == "-" else path)
     if words[1] != "S" or len(words) != 9:
         return None
-    uptime = _float(words[2])
+    uptime = parse_float(words[2], minimum=0)
     if uptime is None:
         return None
     total, available, mlocked, unevictable = (_kilobytes(word) for word in words[3:7])
-    limit = _int(words[8])
+    limit = parse_int(words[8], minimum=0)
     return MemorySample(
         time=received,
         host_uptime_s=uptime,
@@ -138,23 +138,11 @@ def read_line(nonce: str, line: str, received: datetime) -> MemorySample | Sampl
         mem_used_bytes=total - available if total is not None and available is not None else None,
         mlocked_bytes=mlocked,
         unevictable_bytes=unevictable,
-        cgroup_current_bytes=_int(words[7]),
+        cgroup_current_bytes=parse_int(words[7], minimum=0),
         cgroup_limit_bytes=limit if limit is not None and limit < UNLIMITED_AT else None,
     )
 
 
 def _kilobytes(text: str) -> int | None:
-    value = _int(text)
+    value = parse_int(text, minimum=0)
     return None if value is None else value * 1024
-
-
-def _int(text: str) -> int | None:
-    return int(text) if text.isascii() and text.isdigit() else None
-
-
-def _float(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if 0 <= value < 1e12 else None

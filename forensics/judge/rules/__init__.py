@@ -1,21 +1,29 @@
-"""Rules that need more than one probe's facts, one module per question they answer."""
+"""Rules that need more than one probe's facts, one module per question they answer.
+
+Each module here declares its rules in ``RULES`` (``(Facts, RuleContext) -> findings``);
+``CROSS_RULES`` collects them all, so a new question is one new module. A probe's own
+judgements live with the probe (``Probe.rules``, ``probes/<name>_rules.py``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import pkgutil
 
-from forensics.core.facts import Facts
-from forensics.core.models import Finding
-from forensics.core.probe import RuleContext
-from forensics.judge.rules import collection, gpu_errors, headroom, kernel, log_end, oom
+from forensics.core.facts import CrossRule
 
-Rule = Callable[[Facts, RuleContext], list[Finding]]
 
-CROSS_RULES: tuple[Rule, ...] = (
-    collection.section_problems,
-    oom.oom_verdict,
-    kernel.kernel_events,
-    gpu_errors.gpu_errors,
-    headroom.memory_headroom,
-    log_end.log_ended_early,
-)
+def discover(package: str, path: list[str]) -> tuple[CrossRule, ...]:
+    """Every rule in the ``RULES`` of the modules of ``package``, module by module.
+
+    >>> [rule.__name__ for rule in discover(__name__, __path__)][:2]
+    ['section_problems', 'gpu_errors']
+    """
+    rules: list[CrossRule] = []
+    for module_info in sorted(pkgutil.iter_modules(path), key=lambda info: info.name):
+        module = importlib.import_module(f"{package}.{module_info.name}")
+        rules += module.RULES
+    return tuple(rules)
+
+
+CROSS_RULES: tuple[CrossRule, ...] = discover(__name__, __path__)

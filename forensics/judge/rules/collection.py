@@ -3,8 +3,9 @@ said out loud, so that nobody reads a missing answer as a negative one."""
 
 from __future__ import annotations
 
-from forensics.core.facts import Facts
-from forensics.core.models import EvidenceRef, Finding, Severity
+from forensics.core.evidence import cite
+from forensics.core.facts import CrossRule, Facts
+from forensics.core.models import Finding, Severity
 from forensics.core.probe import RuleContext
 
 
@@ -29,14 +30,16 @@ def section_problems(facts: Facts, context: RuleContext) -> list[Finding]:
                 ],
                 subject={"section": result.name, "problem": problem},
                 evidence=[
-                    EvidenceRef(
-                        section=result.name,
-                        first_line=1,
-                        last_line=1,
-                        excerpt=f"exit={result.exit_status} bytes={result.bytes} "
+                    cite(
+                        result.name,
+                        1,
+                        f"exit={result.exit_status} bytes={result.bytes} "
                         f"timed_out={result.timed_out} truncated={result.truncated}",
                     )
                 ],
             )
         )
     return findings
+
+
+RULES: tuple[CrossRule, ...] = (section_problems,)

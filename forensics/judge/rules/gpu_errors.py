@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from forensics.core.facts import Facts
-from forensics.core.models import EvidenceRef, Finding, Severity
+from forensics.core.evidence import cite
+from forensics.core.facts import CrossRule, Facts
+from forensics.core.models import Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.xid import XidEvent, bus_id, describe
 from forensics.probes.gpu import SECTION, Gpu, GpuFacts
+from forensics.probes.kernel_log import KernelLogFacts
 
 EVIDENCE_LINES_MAX = 5
 # The Xids that explain why nvidia-smi cannot reach a GPU.
@@ -31,10 +33,11 @@ EXPLAINING_XIDS: dict[str, frozenset[int]] = {
 
 
 def gpu_errors(facts: Facts, context: RuleContext) -> list[Finding]:
-    xids = facts.kernel_log.xids if facts.kernel_log is not None else []
-    findings = _xid_findings(xids, facts.gpu)
-    if facts.gpu is not None and facts.gpu.failure is not None:
-        findings.append(_smi_failed(facts.gpu, context, xids))
+    log, gpu = facts.of(KernelLogFacts), facts.of(GpuFacts)
+    xids = log.xids if log is not None else []
+    findings = _xid_findings(xids, gpu)
+    if gpu is not None and gpu.failure is not None:
+        findings.append(_smi_failed(gpu, context, xids))
     return findings
 
 
@@ -184,11 +187,7 @@ def _smi_failed(smi: GpuFacts, context: RuleContext, xids: list[XidEvent]) -> Fi
     excerpt = smi.failure_message or kind
     evidence = []
     if run is not None:
-        evidence.append(
-            EvidenceRef(
-                section=SECTION, first_line=run.first_line, last_line=run.last_line, excerpt=excerpt
-            )
-        )
+        evidence.append(cite(SECTION, run.first_line, excerpt, last_line=run.last_line))
     subject: dict[str, object] = {"failure": kind, "message": smi.failure_message}
     explaining = [x for x in xids if x.code in EXPLAINING_XIDS.get(kind, frozenset())]
     explanation = explanation.format(timeout=timeout)
@@ -219,3 +218,6 @@ def _smi_failed(smi: GpuFacts, context: RuleContext, xids: list[XidEvent]) -> Fi
 
 def _at(moment: datetime | None) -> str:
     return f" at {moment:%Y-%m-%d %H:%M:%S} UTC" if moment else ""
+
+
+RULES: tuple[CrossRule, ...] = (gpu_errors,)

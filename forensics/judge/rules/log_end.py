@@ -10,13 +10,16 @@ kernel's host PIDs cannot be compared with ours, so there every end counts.
 
 from __future__ import annotations
 
-from forensics.core.facts import Facts
+from forensics.core.evidence import cite
+from forensics.core.facts import CrossRule, Facts
+from forensics.core.focus import FocusProcess
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
+from forensics.core.timeline_event import ENDINGS, TimelineEvent
 from forensics.core.units import describe_duration
-from forensics.judge.timeline import ENDINGS, TimelineEvent, host_events
-from forensics.probes.focus_pids import FocusProcess
-from forensics.probes.logs import SECTION, LogFile
+from forensics.judge.timeline import host_events
+from forensics.probes.logs import SECTION, LogFile, LogsFacts
+from forensics.probes.system import SystemFacts
 
 SMALL_LOG_BYTES = 64 * 1024
 # How long before an ending event a log's last write still counts as "just before";
@@ -27,12 +30,13 @@ CLOCK_ROUNDING_S = 2
 
 
 def log_ended_early(facts: Facts, context: RuleContext) -> list[Finding]:
-    logs = facts.logs
+    logs = facts.of(LogsFacts)
     if logs is None:
         return []
     endings = [event for event in host_events(facts) if event.kind in ENDINGS]
     zombies = [process for process in logs.focus_processes if not process.alive]
-    pids_comparable = facts.system is None or facts.system.container is None
+    system = facts.of(SystemFacts)
+    pids_comparable = system is None or system.container is None
     findings = []
     for log in logs.files:
         if log.modified is None or log.stat_line is None:
@@ -76,20 +80,15 @@ def _just_before(log: LogFile, event: TimelineEvent) -> bool:
 def _log_evidence(log: LogFile) -> list[EvidenceRef]:
     assert log.stat_line is not None
     evidence = [
-        EvidenceRef(
-            section=SECTION,
-            first_line=log.stat_line,
-            last_line=log.stat_line,
-            excerpt=f"{log.path}: {log.size_bytes} bytes, last write {_utc(log)}",
-        )
+        cite(SECTION, log.stat_line, f"{log.path}: {log.size_bytes} bytes, last write {_utc(log)}")
     ]
     if log.tail:
         evidence.append(
-            EvidenceRef(
-                section=SECTION,
-                first_line=log.tail[0].raw_line,
+            cite(
+                SECTION,
+                log.tail[0].raw_line,
+                "\n".join(line.text for line in log.tail[-5:]),
                 last_line=log.tail[-1].raw_line,
-                excerpt="\n".join(line.text for line in log.tail[-5:]),
             )
         )
     return evidence
@@ -101,14 +100,7 @@ def _before_ending(log: LogFile, ending: TimelineEvent) -> Finding:
     when = f"{describe_duration(abs(gap))} {'before' if gap >= 0 else 'after'}"
     evidence = _log_evidence(log)
     if ending.line is not None:
-        evidence.append(
-            EvidenceRef(
-                section=ending.source,
-                first_line=ending.line,
-                last_line=ending.line,
-                excerpt=ending.text,
-            )
-        )
+        evidence.append(cite(ending.source, ending.line, ending.text))
     return Finding(
         id="log.ended_early",
         severity=Severity.warning,
@@ -139,12 +131,7 @@ def _zombie_writer(log: LogFile, writer: FocusProcess) -> Finding:
         )
     evidence = _log_evidence(log)
     evidence.append(
-        EvidenceRef(
-            section=SECTION,
-            first_line=writer.raw_line,
-            last_line=writer.raw_line,
-            excerpt=f"pid {writer.pid} ({writer.name}) state {writer.state}",
-        )
+        cite(SECTION, writer.raw_line, f"pid {writer.pid} ({writer.name}) state {writer.state}")
     )
     return Finding(
         id="log.ended_early",
@@ -172,3 +159,6 @@ def _zombie_writer(log: LogFile, writer: FocusProcess) -> Finding:
 
 def _utc(log: LogFile) -> str:
     return log.modified.strftime("%Y-%m-%d %H:%M:%S UTC") if log.modified else "unknown"
+
+
+RULES: tuple[CrossRule, ...] = (log_ended_early,)

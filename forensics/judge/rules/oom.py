@@ -23,16 +23,17 @@ counter above the log's count means kills whose victims the log does not show.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from forensics.core.facts import Facts
+from forensics.core.facts import CrossRule, Facts
+from forensics.core.focus import Focus, FocusError
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.oom_report import OomKill
 from forensics.probes.cgroup import CgroupFacts
 from forensics.probes.kernel_log import KernelLogFacts
-from forensics.probes.processes import ProcessEntry
+from forensics.probes.processes import ProcessEntry, ProcessesFacts
+from forensics.probes.system import SystemFacts
 
 VICTIM_FINDINGS_MAX = 20
 # Kill and start times are both boot time plus a kernel clock; a syslog stamp has whole
@@ -75,7 +76,7 @@ class _Match:
 class _Focus:
     """The process in question: the --focus pattern, and what the process table knows."""
 
-    pattern: re.Pattern[str] | None
+    pattern: Focus | None
     processes: tuple[ProcessEntry, ...] = ()
     ended: frozenset[int] = frozenset()
     pids_comparable: bool = False
@@ -86,14 +87,14 @@ class _Focus:
         same = self._same_process(kill)
         if same is not None:
             return _Match("pid", same)
-        if self.pattern.search(kill.name) is not None:
+        if self.pattern.search(kill.name):
             return _Match("name")
         if len(kill.name) != COMM_CHARS:
             return None
         for process in self.processes:
             program = process.argv[0].rsplit("/", 1)[-1] if process.argv else ""
             cut = process.name == kill.name and program.startswith(kill.name)
-            if cut and self.pattern.search(program) is not None:
+            if cut and self.pattern.search(program):
                 return _Match("program", process)
         return None
 
@@ -117,7 +118,7 @@ class _Focus:
 
 
 def oom_verdict(facts: Facts, context: RuleContext) -> list[Finding]:
-    log = facts.kernel_log
+    log = facts.of(KernelLogFacts)
     if log is None:
         return []
     focus = _focus(facts, context.options.focus)
@@ -126,7 +127,7 @@ def oom_verdict(facts: Facts, context: RuleContext) -> list[Finding]:
     findings = _victims(log, facts, focus, in_question, others)
     if any(not kill.previous_boot for kill in in_question):
         return findings
-    counters = _counters(facts.cgroup, log)
+    counters = _counters(facts.of(CgroupFacts), log)
     since = _reach_to_start(log, focus)
     reasons = _reasons(facts, log, counters, since)
     if reasons:
@@ -138,24 +139,26 @@ def oom_verdict(facts: Facts, context: RuleContext) -> list[Finding]:
 
 def _focus(facts: Facts, focus: str | None) -> _Focus:
     pattern = _focus_pattern(focus)
-    table = facts.processes
+    table = facts.of(ProcessesFacts)
     if pattern is None or table is None or table.focus is None or table.focus.error:
         return _Focus(pattern)
     ended = table.focus.zombies + table.focus.exited
     matched = sorted(table.focus.live + ended)
     processes = tuple(p for pid in matched if (p := table.by_pid(pid)) is not None)
     # Inside a container the table's PIDs are its namespace's; the kernel logs host PIDs.
-    container = facts.system.container if facts.system is not None else None
+    container = _container(facts)
     return _Focus(pattern, processes, frozenset(ended), pids_comparable=container is None)
 
 
-def _focus_pattern(focus: str | None) -> re.Pattern[str] | None:
+def _focus_pattern(focus: str | None) -> Focus | None:
     if not focus:
         return None
     try:
-        return re.compile(focus)
-    except re.error:
-        return re.compile(re.escape(focus))
+        return Focus.compile(focus)
+    except FocusError:
+        # A bundle written before the pattern was checked as grep -E reads it: the
+        # processes probe says so; here the pattern is the name itself.
+        return Focus.literal(focus)
 
 
 def _reach_to_start(log: KernelLogFacts, focus: _Focus) -> ProcessEntry | None:
@@ -211,7 +214,7 @@ def _killed(
     sentences += [
         f"The cgroup's own counter agrees: {c.directory} oom_kill = {c.oom_kill}." for c in counters
     ]
-    if facts.system is not None and facts.system.container:
+    if _container(facts):
         sentences.append(
             "PIDs in the kernel log are host PIDs: inside this container the same process "
             "may have had another PID."
@@ -396,7 +399,7 @@ def _reasons(
     facts: Facts, log: KernelLogFacts, counters: list[_Counter], since: ProcessEntry | None
 ) -> list[_Reason]:
     reasons = []
-    container = facts.system.container if facts.system is not None else None
+    container = _container(facts)
     if not log.readable:
         reasons.append(_unreadable(log, container))
     else:
@@ -409,7 +412,7 @@ def _reasons(
                 ("Re-run with a longer --timeout.",),
             )
         )
-    counted = _counter_reasons(facts.cgroup, log, counters)
+    counted = _counter_reasons(facts.of(CgroupFacts), log, counters)
     # Kills missing from a log that is whole from its first line on are older than that
     # line, so older than the focus process it reaches back to: not its death.
     reasons += [r for r in counted if not (since and r.code == "kills_unexplained")]
@@ -680,3 +683,11 @@ def _mib(kb: int | None) -> str:
     if kb >= 10 * 1024 * 1024:
         return f"{kb / 1024 / 1024:.1f} GiB"
     return f"{kb / 1024:.0f} MiB"
+
+
+def _container(facts: Facts) -> str | None:
+    system = facts.of(SystemFacts)
+    return system.container if system is not None else None
+
+
+RULES: tuple[CrossRule, ...] = (oom_verdict,)

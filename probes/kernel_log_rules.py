@@ -16,21 +16,22 @@ from collections.abc import Iterable
 from datetime import datetime
 from itertools import islice
 
-from forensics.core.facts import Facts
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.kernel.faults import UserFault, page_fault_words
 from forensics.kernel.hung_tasks import HungTask
 from forensics.kernel.machine_checks import MachineCheck
+from forensics.probes.kernel_log import KernelLogFacts
 
 EVIDENCE_LINES_MAX = 5
 
 
-def kernel_events(facts: Facts, context: RuleContext) -> list[Finding]:
-    log = facts.kernel_log
-    if log is None:
-        return []
-    return _faults(log.faults) + _hung_tasks(log.hung_tasks) + _machine_checks(log.machine_checks)
+def rules(facts: KernelLogFacts, context: RuleContext) -> list[Finding]:
+    return (
+        _faults(facts.faults)
+        + _hung_tasks(facts.hung_tasks)
+        + _machine_checks(facts.machine_checks)
+    )
 
 
 def _faults(faults: list[UserFault]) -> list[Finding]:
