@@ -51,7 +51,7 @@ def _flags(command: str) -> set[str]:
         (["--threshold", "near=1"], "--threshold near: unknown name; thresholds are: "),
         (["--log", "bench.log"], "--log: give an absolute path or one starting with ~/"),
         (["--expected-log", "x.log"], "--expected-log: give an absolute path"),
-        (["--focus", "a("], "--focus: not a valid regular expression"),
+        (["--focus", "a("], "--focus: not a usable pattern"),
         (["a" * 64 + ".example.net"], "not a host name: every dot-separated label needs 1 to 63"),
         (["."], "target '.': not a host name"),
         ([".."], "target '..': not a host name"),
