@@ -1,3 +1,3 @@
-from forensics.cli.app import main
+from forensics.cli.entry import main
 
 main()

@@ -7,26 +7,46 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from forensics import __version__
-from forensics.core.errors import AuthRefused, CollectionError, DeadlineExceeded, UsageError
-from forensics.core.models import CollectOptions, CollectStatus, Manifest, Target
+from forensics.core.errors import (
+    AuthRefused,
+    CollectionError,
+    DeadlineExceeded,
+    Interrupted,
+    UsageError,
+)
+from forensics.core.escaping import one_line
+from forensics.core.models import (
+    CollectOptions,
+    CollectStatus,
+    Manifest,
+    SectionSpec,
+    Target,
+)
 from forensics.core.probe import Captured
+from forensics.core.redaction import redact
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.probes import by_name
 from forensics.remote import bundle
 from forensics.remote.host_script import Decoded, compose, decode
-from forensics.remote.transport import RunOutcome, run
+from forensics.remote.transport import INTERRUPTED, RunOutcome, run
+
+# How much of a line the host wrote is quoted in a one-line error.
+HOST_TEXT_SHOWN = 200
 
 
-def collect(target: Target, options: CollectOptions, out: Path) -> HostReport:
+def collect(
+    target: Target,
+    options: CollectOptions,
+    out: Path,
+    gate: bundle.CommitGate | None = None,
+) -> HostReport:
     """Collect ``target`` within ``options.timeout``; raise ``CollectionError`` when
-    nothing could be collected. Whatever came back is written to a bundle under ``out``."""
-    try:
-        probes = by_name(options.probes)
-    except KeyError as error:
-        raise UsageError(f"unknown probe {error.args[0]!r}") from error
-    specs = [spec for probe in probes for spec in probe.sections(options)]
+    nothing could be collected. Whatever came back is written to a bundle under ``out``
+    (unless ``gate`` was closed first: a sweep that stopped waiting)."""
+    specs = _sections(options)
     script = compose(specs, focus=options.focus)
+    bundle.check_out(out, room=bundle.room_needed(specs, script))
     started = datetime.now(UTC)
     outcome = run(target, script, time.monotonic() + options.timeout)
     finished = datetime.now(UTC)
@@ -48,15 +68,14 @@ def collect(target: Target, options: CollectOptions, out: Path) -> HostReport:
         script=script.text,
         sections=[decoded.outputs[spec.name].result for spec in specs],
         transport_exit_status=outcome.exit_status,
+        run_stdout=outcome.stdout.record(),
+        run_stderr=outcome.stderr.record(),
     )
     raw = {
         name: bundle.RawSection(stdout=output.stdout, stderr=output.stderr)
         for name, output in decoded.outputs.items()
         if output.result.finished
     }
-    path = bundle.write(out, manifest, raw, outcome.stderr)
-    if not raw:
-        _raise_nothing_collected(target, outcome, decoded, path)
     captures = {
         name: Captured(
             result=output.result,
@@ -65,21 +84,57 @@ def collect(target: Target, options: CollectOptions, out: Path) -> HostReport:
         )
         for name, output in decoded.outputs.items()
     }
-    report = analyze(manifest, captures, bundle=str(path))
-    bundle.write_report(path, report.model_dump_json(indent=2))
-    return report
+    judged: list[HostReport] = []
+
+    def report_at(path: Path) -> str:
+        judged[:] = [analyze(manifest, captures, bundle=str(path))]
+        return judged[0].model_dump_json(indent=2)
+
+    path = bundle.write(out, manifest, raw, bytes(outcome.stderr.kept), report_at, gate)
+    if outcome.ended_early == INTERRUPTED:
+        raise Interrupted(
+            f"{target.name}: {INTERRUPTED}; {len(raw)} of {len(specs)} sections had come back, "
+            f"kept in {path}"
+        )
+    if not raw:
+        try:
+            _raise_nothing_collected(target, outcome, decoded, path)
+        except CollectionError as error:
+            error.bundle = str(path)
+            raise
+    return judged[0]
+
+
+def room_needed(options: CollectOptions) -> int:
+    """The most disk one bundle collected with ``options`` can take."""
+    specs = _sections(options)
+    return bundle.room_needed(specs, compose(specs, focus=options.focus))
+
+
+def _sections(options: CollectOptions) -> list[SectionSpec]:
+    try:
+        probes = by_name(options.probes)
+    except KeyError as error:
+        raise UsageError(f"unknown probe {error.args[0]!r}") from error
+    return [spec for probe in probes for spec in probe.sections(options)]
 
 
 def _status(decoded: Decoded, outcome: RunOutcome) -> tuple[CollectStatus, str | None]:
     unfinished = [name for name, out in decoded.outputs.items() if not out.result.finished]
     if not unfinished and outcome.ended_early is None:
         return CollectStatus.ok, None
-    why = outcome.ended_early or decoded.fatal or "the script stopped early"
+    why = outcome.ended_early or decoded.fatal or _stopped(decoded)
     if decoded.running:
         why += f" while section {decoded.running} was running"
     if unfinished:
         why += f"; not collected: {', '.join(unfinished)}"
     return CollectStatus.partial, why
+
+
+def _stopped(decoded: Decoded, exit_status: int | None = None) -> str:
+    if decoded.garbled:
+        return "its output broke the framing the script writes: not our script, or forged"
+    return "the script stopped early" if exit_status is None else f"exit status {exit_status}"
 
 
 def _raise_nothing_collected(
@@ -90,7 +145,9 @@ def _raise_nothing_collected(
             f"{target.name}: the deadline passed before any section finished "
             f"(raw output kept in {path}); raise --timeout"
         )
-    said = outcome.stderr.decode("utf-8", "replace").strip().splitlines()
+    said = [
+        one_line(line, HOST_TEXT_SHOWN) for line in redact(outcome.stderr_text).strip().splitlines()
+    ]
     refusal = next((line for line in said if "sudo" in line), None)
     if target.sudo and refusal is not None:
         who = outcome.user or target.user or "the login user"
@@ -99,7 +156,13 @@ def _raise_nothing_collected(
             f"{who} needs a NOPASSWD sudo rule for /bin/sh, or collect without sudo "
             f"(raw output kept in {path})"
         )
-    detail = decoded.fatal or (said[-1] if said else f"exit status {outcome.exit_status}")
+    fatal = one_line(decoded.fatal, HOST_TEXT_SHOWN) if decoded.fatal else None
+    if outcome.ended_early and not fatal:
+        raise CollectionError(
+            f"{target.name}: {outcome.ended_early} before any section finished "
+            f"(what came back is kept in {path})"
+        )
+    detail = fatal or (said[-1] if said else _stopped(decoded, outcome.exit_status))
     raise CollectionError(
         f"{target.name}: the collection script did not run ({detail}); "
         f"the host needs /bin/sh and base64 (raw output kept in {path})"

@@ -14,6 +14,8 @@ first that answers, and says why each one that did not answer failed::
     log_bytes 48213
     log_lines 402
     memcg /docker/3f2a
+    lspci 0000:5e:00.0 5e:00.0 Non-Volatile memory controller: Samsung Electronics ...
+    previous_boot journalctl 0 812004 2210 ok
     ==> /sys/fs/cgroup/memory/docker/3f2a/memory.oom_control <==
     oom_kill_disable 0
     under_oom 0
@@ -21,6 +23,8 @@ first that answers, and says why each one that did not answer failed::
 
     === kernel log ===
     May 15 23:09:27 gpu-a kernel: [  514.682838] Memory cgroup out of memory: Killed ...
+    === previous boot ===
+    2026-05-14T22:58:02.331201+00:00 gpu-a kernel: Out of memory: Killed process 20411 ...
 
 ``dmesg`` runs without options: its default stamp, seconds since boot (``[  514.682838]``),
 is the one every dmesg (util-linux, busybox) prints and the one that does not depend on
@@ -32,7 +36,10 @@ When the log is larger than ``LOG_BYTES_KEPT``, only lines worth reading cross t
 the first line (how far back the buffer reaches) and the lines matching ``INTERESTING``
 with three lines of context, the newest ``LOG_BYTES_KEPT`` bytes of them; the header says
 so (``filtered KEPT CAP``). The counters of the memory cgroups that OOM lines name
-(``oom_memcg=``, ``task_memcg=``, ``Task in``) are read too, where this host can see them.
+(``oom_memcg=``, ``task_memcg=``, ``Task in``) are read too, where this host can see them,
+and ``lspci -s`` describes the devices that PCIe errors and lost GPUs name. The previous
+boot comes from ``journalctl -k -b -1`` (a persistent journal only): its matching lines,
+the newest ``PREVIOUS_BYTES_KEPT`` bytes, after ``=== previous boot ===``.
 """
 
 from __future__ import annotations
@@ -47,11 +54,15 @@ from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
 from forensics.core.numbers import parse_float, parse_int
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
+from forensics.kernel.crashes import KernelCrash, find_crashes
 from forensics.kernel.faults import UserFault, find_faults
+from forensics.kernel.gpu_driver import GpuDriverEvent, find_gpu_driver_events
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
 from forensics.kernel.lines import Clock, KernelLine, read_lines
 from forensics.kernel.machine_checks import MachineCheck, find_machine_checks
-from forensics.kernel.oom_report import OomKill, find_oom_kills
+from forensics.kernel.oom_report import OomKill, OomScan, find_oom_kills
+from forensics.kernel.pcie_aer import PcieError, find_pcie_errors
+from forensics.kernel.sxid import SxidEvent, find_sxids
 from forensics.kernel.xid import XidEvent, find_xids
 from forensics.remote.file_dump import DumpedFile, dumped_files
 from forensics.remote.host_script import probe_shell
@@ -68,8 +79,14 @@ SYSLOG_TAIL_LINES = 200_000
 INTERESTING = (
     "oom|Out of memory|out of memory|Killed process|Kill process|callbacks suppressed|"
     "memory: usage|Task in |cpuset=|segfault at|general protection|traps: |"
-    "blocked for more than|NVRM|Hardware Error|Machine check|mce: |EDAC"
+    "blocked for more than|NVRM|Hardware Error|Machine check|mce: |EDAC|"
+    "BUG|Oops|\\[#[0-9]|Kernel panic|LOCKUP|INFO: rcu|AER: |PCIe Bus Error|SXid"
 )
+PREVIOUS_BOOT_MARKER = "=== previous boot ==="
+PREVIOUS_BYTES_KEPT = 256 << 10
+LSPCI_DEVICES = 8
+# The devices that PCIe errors and lost GPUs name, as lspci -s takes them.
+DEVICE_LINES = "AER: |PCIe Bus Error|device_id: |The NVIDIA GPU |fallen off the bus|RmInitAdapter"
 FILE_SOURCES = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
 
 SHELL = probe_shell(
@@ -84,6 +101,10 @@ SHELL = probe_shell(
         "v1_root": V1_ROOT,
         "v2_root": V2_ROOT,
         "marker": MARKER,
+        "device_lines": DEVICE_LINES,
+        "lspci_devices": LSPCI_DEVICES,
+        "previous_bytes_kept": PREVIOUS_BYTES_KEPT,
+        "previous_marker": PREVIOUS_BOOT_MARKER,
     },
 )
 
@@ -114,6 +135,20 @@ class MemcgCounters(BaseModel):
     evidence: EvidenceRef | None = Field(default=None, description="The oom_kill line.")
 
 
+class PreviousBoot(BaseModel):
+    """The boot before this one, read from a persistent journal (``journalctl -k -b -1``)."""
+
+    exit_status: int | None = None
+    log_bytes: int | None = Field(default=None, description="Its whole kernel log.")
+    kept_bytes: int | None = Field(default=None, description="Matching lines sent, capped.")
+    said: str = Field(description="'ok', or journalctl's first line of stderr.")
+    evidence: EvidenceRef
+
+    @property
+    def read(self) -> bool:
+        return self.exit_status == 0 and bool(self.log_bytes)
+
+
 class KernelLogFacts(ProbeFacts):
     source: str | None = Field(default=None, description="The source that answered, if any.")
     attempts: list[LogSourceAttempt] = Field(default_factory=list)
@@ -133,6 +168,12 @@ class KernelLogFacts(ProbeFacts):
     reaches_boot: bool | None = Field(
         default=None, description="The log starts at boot; False: older lines are gone."
     )
+    only_earlier_boots: bool = Field(
+        default=False, description="A log file whose every line predates this boot."
+    )
+    previous_boot: PreviousBoot | None = Field(
+        default=None, description="What journalctl -k -b -1 gave, when it was tried."
+    )
     oom_kills: list[OomKill] = Field(default_factory=list)
     oom_callbacks_suppressed: int = 0
     suppressed_evidence: list[EvidenceRef] = Field(default_factory=list)
@@ -140,6 +181,13 @@ class KernelLogFacts(ProbeFacts):
     hung_tasks: list[HungTask] = Field(default_factory=list)
     xids: list[XidEvent] = Field(default_factory=list)
     machine_checks: list[MachineCheck] = Field(default_factory=list)
+    crashes: list[KernelCrash] = Field(default_factory=list)
+    pcie_errors: list[PcieError] = Field(default_factory=list)
+    gpu_driver_events: list[GpuDriverEvent] = Field(default_factory=list)
+    sxids: list[SxidEvent] = Field(default_factory=list)
+    lspci: dict[str, str] = Field(
+        default_factory=dict, description="lspci -s of each device PCIe errors name."
+    )
     memcg_counters: list[MemcgCounters] = Field(default_factory=list)
     incomplete: str | None = Field(
         default=None, description="Why what was read may be missing its end."
@@ -170,7 +218,10 @@ class KernelLogFacts(ProbeFacts):
 def sections(options: CollectOptions) -> list[SectionSpec]:
     return [
         SectionSpec(
-            name=SECTION, shell=SHELL, timeout_s=30, max_bytes=2 * LOG_BYTES_KEPT + (256 << 10)
+            name=SECTION,
+            shell=SHELL,
+            timeout_s=30,
+            max_bytes=2 * LOG_BYTES_KEPT + PREVIOUS_BYTES_KEPT + (256 << 10),
         )
     ]
 
@@ -219,18 +270,41 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
         return facts
     offset = _utc_offset(facts.utc_offset)
     clock = Clock(boot_time=facts.boot_time, uptime_s=facts.uptime_s, utc_offset=offset)
-    lines = read_lines(log_text, log_first_line, clock)
+    current, previous, previous_first_line = _split_previous(log_text, log_first_line)
+    lines = read_lines(current, log_first_line, clock)
     facts.time_basis = _time_basis(facts, offset)
     _read_reach(facts, lines)
-    scan = find_oom_kills(lines, SECTION)
+    if previous is not None:
+        lines += read_lines(previous, previous_first_line, clock, previous_boot=True)
+    _read_events(facts, lines)
+    return facts
+
+
+def _read_events(facts: KernelLogFacts, lines: list[KernelLine]) -> None:
+    scan: OomScan = find_oom_kills(lines, SECTION)
     facts.oom_kills = scan.kills
     facts.oom_callbacks_suppressed = scan.callbacks_suppressed
     facts.suppressed_evidence = scan.suppressed_evidence
     facts.faults = find_faults(lines, SECTION)
     facts.hung_tasks = find_hung_tasks(lines, SECTION)
     facts.xids = find_xids(lines, SECTION)
-    facts.machine_checks = find_machine_checks(lines, SECTION)
-    return facts
+    pcie = find_pcie_errors(lines, SECTION)
+    facts.pcie_errors = pcie.errors
+    facts.machine_checks = find_machine_checks(lines, SECTION, pcie.hardware_error_lines)
+    facts.crashes = find_crashes(lines, SECTION)
+    facts.gpu_driver_events = find_gpu_driver_events(lines, SECTION)
+    facts.sxids = find_sxids(lines, SECTION)
+
+
+def _split_previous(text: str, first_line: int) -> tuple[str, str | None, int]:
+    """This boot's log, the previous boot's lines after ``PREVIOUS_BOOT_MARKER`` (the last
+    one: ours comes after the whole log), and the section line they start on."""
+    lines = text.split("\n")
+    if PREVIOUS_BOOT_MARKER not in lines:
+        return text, None, 0
+    index = len(lines) - 1 - lines[::-1].index(PREVIOUS_BOOT_MARKER)
+    current = "\n".join(lines[:index]) + ("\n" if index else "")
+    return current, "\n".join(lines[index + 1 :]), first_line + index + 1
 
 
 def _split(text: str) -> tuple[str, str | None, int]:
@@ -267,7 +341,26 @@ def _read_header(facts: KernelLogFacts, head: str) -> list[str]:
             facts.filtered_bytes, facts.cap_bytes = parse_int(kept), parse_int(cap)
         elif key == "memcg" and value.startswith("/"):
             memcg_paths.append(value)
+        elif key == "lspci":
+            device, _, described = value.partition(" ")
+            if device and described.strip():
+                facts.lspci[device] = described.strip()
+        elif key == "previous_boot":
+            facts.previous_boot = _previous_boot(value, number, line)
     return memcg_paths
+
+
+def _previous_boot(value: str, number: int, line: str) -> PreviousBoot:
+    """``journalctl STATUS LOG_BYTES KEPT_BYTES ok|first line of stderr``."""
+    words = value.split(" ", 4)
+    words += [""] * (5 - len(words))
+    return PreviousBoot(
+        exit_status=parse_int(words[1]),
+        log_bytes=parse_int(words[2]),
+        kept_bytes=parse_int(words[3]),
+        said=words[4] or "?",
+        evidence=cite(SECTION, number, line),
+    )
 
 
 def _attempt(value: str, number: int, line: str) -> LogSourceAttempt:
@@ -337,13 +430,16 @@ def _read_reach(facts: KernelLogFacts, lines: list[KernelLine]) -> None:
     """How far back the log goes: its earliest stamp of this boot, and whether that is boot."""
     if facts.source_kind() == "file":
         timed = [line for line in lines if line.stamped and line.time is not None]
+        this_boot = [line for line in timed if not line.previous_boot]
+        # A file whose every line predates boot says nothing about this boot.
+        facts.only_earlier_boots = bool(timed) and not this_boot
         earliest = min(timed, key=_wall) if timed else None
         if earliest is not None and earliest.time is not None:
             facts.earliest_time = earliest.time
             facts.earliest_monotonic_s = earliest.monotonic_s
             if facts.boot_time is not None:
-                facts.reaches_boot = earliest.time <= facts.boot_time + timedelta(
-                    seconds=BOOT_SLACK_S
+                facts.reaches_boot = not facts.only_earlier_boots and (
+                    earliest.time <= facts.boot_time + timedelta(seconds=BOOT_SLACK_S)
                 )
     else:
         stamped = [line for line in lines if line.stamped and line.monotonic_s is not None]

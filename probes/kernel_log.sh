@@ -4,7 +4,9 @@
 # its OOM lines name. Set by probes/kernel_log.py: file_sources (space separated),
 # syslog_tail_lines, memcg_paths_read, log_bytes_kept (a larger log is cut to the lines
 # matching interesting, with context_lines around each), v1_root, v2_root, marker (the
-# line before the log itself).
+# line before the log itself); device_lines, lspci_devices (lspci -s for the devices PCIe
+# errors and lost GPUs name), previous_bytes_kept, previous_marker (the previous boot's
+# matching lines from a persistent journal, after the log).
 _r=unreadable; read -r _r </proc/sys/kernel/dmesg_restrict 2>/dev/null
 echo "dmesg_restrict $_r"
 while read -r _k _v _x; do if [ "$_k" = btime ]; then echo "btime $_v"; fi; done </proc/stat
@@ -65,9 +67,29 @@ if [ "$_b" -gt "$log_bytes_kept" ]; then
   if [ $? -gt 1 ]; then grep -E -e "$interesting" kl.out >kl.cut; fi
   _c=$(wc -c <kl.cut); echo "filtered $((_c + 0)) $log_bytes_kept"
 fi
+# --- issue 16: lspci for the devices PCIe errors and lost GPUs name; the previous boot
+if command -v lspci >/dev/null 2>&1; then
+  for _d in $(grep -E -e "$device_lines" kl.out |
+              grep -o -E '[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}[.][0-7]' |
+              sort -u | head -n "$lspci_devices"); do
+    echo "lspci $_d $(lspci -s "$_d" 2>/dev/null | head -n 1)"
+  done
+fi
+: >kl.prev
+if command -v journalctl >/dev/null 2>&1; then
+  : >kl.err
+  journalctl -k -b -1 --no-pager -q -o short-iso-precise >kl.prev 2>kl.err ||
+    journalctl -k -b -1 --no-pager -q -o short-iso >kl.prev 2>kl.err; _rc=$?
+  _l=; IFS= read -r _l <kl.err
+  grep -E -e "$interesting" kl.prev 2>/dev/null | tail -c "$previous_bytes_kept" >kl.pcut
+  _c=$(wc -c <kl.pcut); _p=$(wc -c <kl.prev)
+  echo "previous_boot journalctl $_rc $((_p + 0)) $((_c + 0)) ${_l:-ok}"
+fi
+# --- end issue 16
 # shellcheck disable=SC2086 # split on purpose (set -f): one head for every file
 if [ -n "$_files" ]; then head -v -c 4096 $_files 2>/dev/null; fi
 echo; echo "$marker"
 if [ "$_b" -gt "$log_bytes_kept" ]; then head -n 1 kl.out; tail -c "$log_bytes_kept" kl.cut
 else cat kl.out; fi
-rm -f kl.out kl.err kl.cut
+if [ -s kl.pcut ]; then echo "$previous_marker"; cat kl.pcut; fi
+rm -f kl.out kl.err kl.cut kl.prev kl.pcut

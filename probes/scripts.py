@@ -515,7 +515,9 @@ def _lint(script: ScriptFile, checked: ScriptLint) -> Finding | None:
     notes = checked.other_notes()
     shape_notes = script.shape.notes() if script.shape is not None else []
     problem = checked.shellcheck.problem
-    if not notes and not shape_notes and not script.truncated and problem is None:
+    # ShellCheck missing, failing or timing out is a fact about this machine (the
+    # script's `shellcheck`), never a finding about the host.
+    if not notes and not shape_notes and not script.truncated:
         return None
     said = [f"line {n.line}: SC{n.code} {n.message}" for n in notes]
     parts = []
@@ -530,8 +532,6 @@ def _lint(script: ScriptFile, checked: ScriptLint) -> Finding | None:
         parts.append(f"Only its first {MAX_BYTES} bytes were read and checked.")
     if notes:
         title = f"{script.path}: ShellCheck has {len(notes)} note(s) on error handling"
-    elif problem is not None:
-        title = f"{script.path}: not checked by ShellCheck, only by the masking rules"
     else:
         title = f"{script.path}: " + (shape_notes[0] if shape_notes else "only partly read")
     return Finding(

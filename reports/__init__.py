@@ -12,6 +12,7 @@ from typing import Any
 
 from jinja2 import Template
 
+from forensics.core.escaping import inert_json
 from forensics.judge.host_report import HostReport
 from forensics.reports.environments import html_environment, markdown_environment
 from forensics.reports.fleet import FleetSummary
@@ -30,7 +31,7 @@ class Format(enum.StrEnum):
 
 def render_host(report: HostReport, format: Format) -> str:
     if format is Format.json:
-        return report.model_dump_json(indent=2)
+        return inert_json(report.model_dump_json(indent=2))
     if format is Format.text:
         from forensics.reports.terminal import render_terminal
 
@@ -43,7 +44,7 @@ def render_fleet(summary: FleetSummary, format: Format) -> str:
     """The sweep's report: hosts worst first, counts by finding id, what changed, a section
     per host. JSON is the sweep's ``FleetReport`` itself."""
     if format is Format.json:
-        return summary.fleet.model_dump_json(indent=2)
+        return inert_json(summary.fleet.model_dump_json(indent=2))
     if format is Format.text:
         from forensics.reports.terminal import render_fleet_terminal
 

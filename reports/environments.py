@@ -18,7 +18,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from forensics.reports.escaping import inert, markdown_code, markdown_fence, markdown_inline
+from forensics.core.escaping import inert
+from forensics.reports.escaping import markdown_code, markdown_fence, markdown_inline
 from forensics.reports.figures import (
     MemoryPart,
     human_bytes,

@@ -1,39 +1,18 @@
-"""Make host-supplied text inert wherever a report shows it.
-
-Host data is hostile by default: process names, log lines and file contents can hold
-terminal escape sequences, Markdown or HTML. Nothing the host wrote may act on the reader:
-no colour change in a terminal, no table cell split, no image fetched, no tag obeyed.
-HTML escaping is Jinja's autoescape; this module does the rest.
+"""Make host-supplied text inert in Markdown: no table cell split, no image fetched, no
+tag obeyed. Control characters are made visible by ``forensics.core.escaping.inert``, the
+one escaping of host text; HTML escaping is Jinja's autoescape.
 """
 
 from __future__ import annotations
 
 import re
 
-# C0 and C1 controls but newline and tab; bidi overrides ("Trojan Source") reorder what is read.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Re-exported: templates and older callers import ``inert`` from here.
+from forensics.core.escaping import inert as inert
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~&])")
 # Text that starts like a list item or is a setext underline / thematic break on its own.
 _MD_LINE_START = re.compile(r"^(\s*)([-+=]|\d{1,9}[.)])(?=\s|$|[-=\s]*$)")
-
-
-def inert(text: str) -> str:
-    """Show control characters as ``\\xNN`` or ``\\uNNNN`` instead of letting a terminal
-    or a renderer obey them; lone surrogates (undecodable bytes) become U+FFFD.
-
-    >>> inert("ok\\x1b[31mred\\x07 \\u202eevil")
-    'ok\\\\x1b[31mred\\\\x07 \\\\u202eevil'
-    >>> inert("bad\\udcff")
-    'bad\\ufffd'
-    """
-    shown = _CONTROL.sub(_escape_control, text)
-    return _SURROGATE.sub("\ufffd", shown)
-
-
-def _escape_control(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def markdown_inline(text: str) -> str:

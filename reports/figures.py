@@ -13,8 +13,8 @@ from datetime import datetime
 
 from markupsafe import Markup, escape
 
+from forensics.core.escaping import inert
 from forensics.core.models import Severity
-from forensics.reports.escaping import inert
 
 WIDTH = 1000
 PER_ROW = 6

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from forensics.core.escaping import inert
 from forensics.probes.processes import ProcessEntry, ProcessesFacts, ProcessTree
-from forensics.reports.escaping import inert
 
 MAX_DEPTH = 64
 """Ancestor walks stop here: a corrupt or hostile table may hold a parent loop."""

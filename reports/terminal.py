@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from forensics.core.escaping import inert
 from forensics.fleet.report import NOT_COLLECTED
 from forensics.judge.host_report import HostReport
 from forensics.probes.system import SystemFacts
 from forensics.reports.environments import text_environment
-from forensics.reports.escaping import inert
 from forensics.reports.fleet import FleetSummary
 from forensics.reports.headline import headline
 from forensics.reports.topics import topics

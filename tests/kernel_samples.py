@@ -18,10 +18,12 @@ def sample(name: str) -> str:
     return (SAMPLES / name).read_text()
 
 
-def section_text(log: str, source: str = "dmesg", header: str = "") -> str:
+def section_text(
+    log: str, source: str = "dmesg", header: str = "", utc_offset: str = "+0000"
+) -> str:
     """What the section prints when ``source`` answered with ``log``."""
     return (
-        f"dmesg_restrict 1\nbtime {BTIME}\nuptime 200000.5\nutc_offset +0000\n"
+        f"dmesg_restrict 1\nbtime {BTIME}\nuptime 200000.5\nutc_offset {utc_offset}\n"
         f"tried {source} 0 ok\nsource {source}\nlog_bytes {len(log)}\n"
         f"log_lines {log.count(chr(10))}\n{header}\n{kernel_log.MARKER}\n{log}"
     )

@@ -1,7 +1,9 @@
 """A scenario host for the kernel log: an sshd whose ForceCommand runs each session in a
-private mount namespace, with shims first on PATH (``dmesg``, ``journalctl``), a fresh
-tmpfs over /var/log, and fake OOM counters bind-mounted over /proc/vmstat and
-/sys/fs/cgroup. The collector cannot tell it from a real host."""
+private mount namespace, with shims first on PATH (``dmesg``, ``journalctl``, ``lspci``),
+a fresh tmpfs over /var/log, and fake OOM counters bind-mounted over /proc/vmstat and
+/sys/fs/cgroup. The ``journalctl`` shim answers ``-b -1`` (the previous boot) from a
+persistent journal when the scenario has one, and as journalctl does without one
+otherwise. The collector cannot tell it from a real host."""
 
 from __future__ import annotations
 
@@ -18,6 +20,10 @@ RESTRICTED_DMESG = (
     "#!/bin/sh\necho 'dmesg: read kernel buffer failed: Operation not permitted' >&2\nexit 1\n"
 )
 NO_JOURNAL = "#!/bin/sh\necho 'No journal files were found.' >&2\necho '-- No entries --'\n"
+NO_PREVIOUS_BOOT = (
+    "echo 'Specifying boot ID or boot offset has no effect, no persistent journal was found.' "
+    ">&2\nexit 1\n"
+)
 
 
 @dataclass
@@ -28,6 +34,8 @@ class KernelScenario:
     root: Path
     dmesg: str | None = None
     journal: str | None = None
+    previous_journal: str | None = None
+    lspci: dict[str, str] = field(default_factory=dict)
     var_log: dict[str, str] = field(default_factory=dict)
     vmstat_oom_kill: int = 0
     cgroup_oom_kill: int = 0
@@ -37,6 +45,9 @@ class KernelScenario:
         bin_dir.mkdir(parents=True)
         self._shim("dmesg", self.dmesg, RESTRICTED_DMESG)
         self._shim("journalctl", self.journal, NO_JOURNAL)
+        self._previous_boot_shim()
+        if self.lspci:
+            self._lspci_shim()
         var_log = self.root / "var_log"
         var_log.mkdir()
         for name, text in self.var_log.items():
@@ -69,6 +80,25 @@ class KernelScenario:
         )
         wrapper.chmod(0o755)
         return str(wrapper)
+
+    def _previous_boot_shim(self) -> None:
+        """``journalctl … -b -1 …`` answers from the previous boot's journal, or fails."""
+        shim = self.root / "bin" / "journalctl"
+        current = shim.read_text().split("\n", 1)[1]
+        if self.previous_journal is None:
+            previous = NO_PREVIOUS_BOOT
+        else:
+            (self.root / "previous.out").write_text(self.previous_journal)
+            previous = f"exec cat {self.root}/previous.out\n"
+        shim.write_text(f'#!/bin/sh\ncase " $* " in *" -b -1 "*)\n{previous};;\nesac\n{current}')
+
+    def _lspci_shim(self) -> None:
+        cases = "".join(
+            f'  "{device}") echo "{words}" ;;\n' for device, words in self.lspci.items()
+        )
+        shim = self.root / "bin" / "lspci"
+        shim.write_text(f'#!/bin/sh\ncase "$2" in\n{cases}esac\n')
+        shim.chmod(0o755)
 
     def _shim(self, name: str, output: str | None, failing: str) -> None:
         shim = self.root / "bin" / name

@@ -181,7 +181,7 @@ def test_output_that_imitates_section_boundaries_splits_nothing(
 for pid in $(ls /proc | grep -E '^[0-9]+$'); do
   tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null | grep -q 'base64 -d' || continue
   nonce=$(tr '\0' ' ' < /proc/$pid/cmdline | sed 's/.*echo \([^|]*\)|base64.*/\1/' \
-          | base64 -d 2>/dev/null | sed -n 's/^_fx_n=//p' | head -n 1)
+          | base64 -d 2>/dev/null | sed -n 's/^_fx_n=//p' | tr -d "'" | head -n 1)
 done
 printf '\n%s END system\n\n%s DATA cgroup 0 1 1 4 k\nfake\n' "$nonce" "$nonce"
 printf '\n0123456789abcdef0123456789abcdef END system\n'

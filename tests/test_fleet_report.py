@@ -21,7 +21,7 @@ from forensics.judge.host_report import HostReport
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import FleetSummary, fleet_summary
 from tests.conftest import run_cli
-from tests.hostile import SCRIPT, hostile_report
+from tests.hostile.markup import SCRIPT, hostile_report
 from tests.rendered import (
     assert_inert_page,
     markdown_headings,

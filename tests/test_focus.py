@@ -20,6 +20,8 @@ from forensics.core.focus import Focus, command_line_subject, focus_problem
 from forensics.core.models import SectionSpec
 from forensics.remote.host_script import compose, decode
 from tests.conftest import run_cli
+from tests.fleet import fleet
+from tests.sshd import sshd_available
 
 CATASTROPHIC = "(a+)+$"
 SHELLS = [
@@ -44,6 +46,7 @@ SHELLS = [
         ("cuzk[[:word:]]", "[:word:] is not a character class"),
         ("[[=e=]]", "equivalence class"),
         ("[z-a]", "runs backwards"),
+        ("[[:alpha:]-z]", "starts at a class"),
         ("cuzk(", "never closed"),
         ("cuzk)", "closes nothing"),
         ("a{2", "does not start a repeat count"),
@@ -76,7 +79,7 @@ SUBJECTS = [
 PIECES = [
     "a", "b", "A", ".", "^", "$", "|", "(", ")", "*", "+", "?", "{2}", "{1,}", "{,2}", "{0,1}",
     "[ab]", "[^a]", "[]a]", "[a-]", "[-a]", "[[:alpha:]]", "[[:digit:]_]", "[[:space:]]",
-    "\\.", "\\\\", "\\|", "\\[", "é", "[é]", " ", "-", "_", "\t",
+    "\\.", "\\\\", "\\|", "\\[", "é", "[é]", " ", "-", "_", "\t", "[%--]", "[]-a]", "[a-c-]",
 ]  # fmt: skip
 
 
@@ -209,3 +212,26 @@ def test_a_command_line_that_forges_a_file_header_matches_only_its_own_process()
     finally:
         forger.kill()
         forger.wait()
+
+
+def test_a_sweep_with_a_catastrophic_focus_ends_in_seconds(
+    marked_process: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    if not sshd_available():
+        pytest.skip("OpenSSH server not installed (apt-get install openssh-server)")
+    with fleet(tmp_path / "fleet") as made:
+        made.add("gpu-a")
+        inventory = made.write_inventory(tmp_path / "inventory.yaml", focus=CATASTROPHIC)
+        started = time.monotonic()
+        result = run_cli(
+            "sweep", "--inventory", str(inventory), "--out", str(tmp_path / "out"),
+            "--timeout", "60", "--format", "json", timeout=90,
+        )  # fmt: skip
+    assert time.monotonic() - started < 45
+    assert result.exit_code in (0, 1), result.stderr
+    [host] = json.loads(result.stdout)["hosts"]
+    assert host["status"] == "ok", host
+    report = json.loads(Path(host["bundle"], "report.json").read_text())
+    focus = report["facts"]["processes"]["focus"]
+    assert focus["pattern"] == CATASTROPHIC and focus["error"] is None
+    assert marked_process.pid not in focus["live"]

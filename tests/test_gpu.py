@@ -86,10 +86,13 @@ def test_lost_gpu_is_critical_and_points_at_xid_79(make_sshd: Any, tmp_path: Pat
     assert xid["severity"] == "critical"
     assert xid["title"] == "GPU 00000000:B1:00.0 reported Xid 79: GPU has fallen off the bus"
     assert xid["subject"]["gpu_uuid"] == "GPU-0c5e9f3a-61d2-4b7e-a8f0-3d9c27e1b546"
-    (line,) = xid["evidence"]
-    assert line["section"] == "kernel_log"
+    # The Xid line, then the driver's own fallen-off-the-bus line for the same GPU.
+    line, lost = xid["evidence"]
+    assert line["section"] == lost["section"] == "kernel_log"
     assert raw[line["first_line"] - 1] == line["excerpt"]
     assert "NVRM: Xid (PCI:0000:b1:00): 79, GPU has fallen off the bus." in line["excerpt"]
+    assert lost["excerpt"].endswith("NVRM: GPU 0000:b1:00.0: GPU has fallen off the bus.")
+    assert not [f for f in report["findings"] if f["id"] == "gpu.fallen_off_bus"]
 
     (failed,) = [f for f in report["findings"] if f["id"] == "gpu.smi_failed"]
     assert failed["severity"] == "critical"
@@ -115,8 +118,11 @@ def test_an_xid_names_its_gpu_as_nvidia_smi_does(tmp_path: Path) -> None:
     contained = xids[94]
     assert contained["severity"] == "warning"
     assert contained["title"] == (
-        "GPU 0 (NVIDIA A100-SXM4-80GB, 00000000:07:00.0) reported Xid 94: contained ECC error: "
-        "only the application that hit it must restart"
+        "GPU 0 (NVIDIA A100-SXM4-80GB, 00000000:07:00.0) reported Xid 94: Contained memory error"
+    )
+    assert (contained["subject"]["owner"], contained["subject"]["immediate_action"]) == (
+        "hardware",
+        "RESTART_APP",
     )
     subject = contained["subject"]
     assert (subject["index"], subject["model"]) == (0, "NVIDIA A100-SXM4-80GB")

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -179,7 +180,7 @@ def test_a_corrupt_history_is_moved_aside_and_rebuilt_without_failing_the_sweep(
     inventory = _inventory(sshd, tmp_path / "inventory.yaml", "local-sshd")
     out = tmp_path / "out"
     out.mkdir()
-    (out / "history.sqlite").write_bytes(b"this is not a database, it is a torn write\n" * 100)
+    _torn_database(out / "history.sqlite")
     result = run_cli(
         "sweep", "--inventory", str(inventory), "--out", str(out), "--fail-on", "never"
     )
@@ -190,6 +191,17 @@ def test_a_corrupt_history_is_moved_aside_and_rebuilt_without_failing_the_sweep(
     listed = run_cli("history", "--out", str(out), "--json")
     assert [json.loads(line)["host"] for line in listed.stdout.splitlines()] == ["local-sshd"]
     assert listed.stderr == ""
+
+
+def _torn_database(path: Path) -> None:
+    """A real SQLite database whose pages after the header were overwritten."""
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE t (x TEXT)")
+    connection.executemany("INSERT INTO t VALUES (?)", [("x" * 100,)] * 200)
+    connection.commit()
+    connection.close()
+    data = path.read_bytes()
+    path.write_bytes(data[:100] + (b"torn write " * len(data))[: len(data) - 100])
 
 
 WRITER = """

@@ -13,19 +13,27 @@ from forensics.core.models import CollectOptions
 from forensics.core.probe import RuleContext
 from forensics.judge.rules import gpu_errors, oom
 from forensics.judge.timeline import kernel_events
+from forensics.kernel.crashes import find_crashes
 from forensics.kernel.faults import find_faults
+from forensics.kernel.gpu_driver import find_gpu_driver_events
 from forensics.kernel.hung_tasks import find_hung_tasks
 from forensics.kernel.lines import Clock, read_lines
 from forensics.kernel.machine_checks import find_machine_checks
 from forensics.kernel.oom_report import find_oom_kills
-from forensics.kernel.xid import bus_id, find_xids, parse_xid
+from forensics.kernel.pcie_aer import find_pcie_errors
+from forensics.kernel.sxid import find_sxids
+from forensics.kernel.xid import bus_id, describe, find_xids, parse_xid
 from forensics.probes import kernel_log_rules
 from tests.kernel_samples import SAMPLES, parse_section, section_text
 from tests.process_section import HostProcess
 from tests.process_section import parse_text as parse_processes
 from tests.process_section import section_text as process_table
 
-SAMPLE_TEXTS = [path.read_text() for path in sorted(SAMPLES.iterdir()) if path.suffix != ".md"]
+SAMPLE_TEXTS = [
+    path.read_text()
+    for path in sorted(SAMPLES.rglob("*"))
+    if path.is_file() and path.suffix not in (".md", ".expected")
+]
 ALL_SAMPLES = "\n".join(SAMPLE_TEXTS)
 CLOCK = Clock(boot_time=datetime(2026, 1, 1, tzinfo=UTC), uptime_s=1e6, utc_offset=None)
 
@@ -42,6 +50,20 @@ PIECES = st.sampled_from(
         "NVRM: Xid (PCI:0000:3b:00): ", "NVRM: GPU at PCI:0000:3b:00: GPU-", "pid=", "name=",
         "[Hardware Error]: ", "EDAC MC0: 1 UE ", "memory: usage 1kB, limit ", "Task in /a ",
         "2026-04-09T21:13:46.8+00:00 h kernel: ", "9" * 30, "\x00", "\u0663", "²",
+        "[Sun Nov 30 02:03:31 2025] ", "2025-11-30T03:03:31,118233+01:00 ",
+        "Nov 30 02:03:31.118233 h kernel: ", "Sun 2025-11-30 02:03:31 CEST h kernel: ",
+        "2025-11-30T03:03:31+0100 h kernel: ", "=== previous boot ===\n", ", UID 0,",
+        "BUG: kernel NULL pointer dereference, address: ", "Oops: 0000 [#1] SMP\n",
+        "kernel BUG at a.c:1!", "CPU: 3 PID: 9 Comm: x Tainted: P\n", "RIP: 0010:f+0x1/0x2 [m]",
+        "watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [a:1]", "Kernel panic - not syncing: ",
+        "rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", "hard LOCKUP on cpu 5",
+        "BUG: scheduling while atomic: ", "pcieport 0000:00:03.0: AER: Corrected error received: ",
+        "id=0018", "0000:5e:00.0", "PCIe Bus Error: severity=Uncorrectable (Fatal), type=",
+        "{1}[Hardware Error]: ", "section_type: PCIe error", "device_id: 0000:b1:00.0",
+        "event severity: corrected", "NVRM: The NVIDIA GPU 0000:b3:00.0\n",
+        "fallen off the bus", "NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x62:0x40:2404)",
+        "NVRM: Rate limiting GSP RPC error prints for GPU at PCI:0000:61:00 (printing 1 of every ",
+        "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, ", "Fatal, Link 3",
     ]
 )  # fmt: skip
 KERNELISH = st.lists(st.one_of(PIECES, st.text(max_size=8)), max_size=60).map("".join)
@@ -53,8 +75,13 @@ def parse_all(text: str) -> None:
     find_faults(lines, "k")
     find_hung_tasks(lines, "k")
     find_xids(lines, "k")
-    find_machine_checks(lines, "k")
+    pcie = find_pcie_errors(lines, "k")
+    find_machine_checks(lines, "k", pcie.hardware_error_lines)
+    find_crashes(lines, "k")
+    find_gpu_driver_events(lines, "k")
+    find_sxids(lines, "k")
     parse_xid(text)
+    read_lines(text, 1, CLOCK, previous_boot=True)
 
 
 # A process table whose focus matches include a zombie and a cut program name, so that
@@ -119,3 +146,9 @@ def test_section_parser_and_rules_never_raise_on_truncated_sections(text: str, c
 @given(st.text(max_size=30))
 def test_bus_id_never_raises(text: str) -> None:
     bus_id(text)
+
+
+@given(st.integers())
+def test_every_xid_code_has_a_meaning_an_owner_and_a_step(code: int) -> None:
+    meaning = describe(code)
+    assert meaning.meaning and meaning.owner_words and meaning.next_step

@@ -12,6 +12,7 @@ from forensics.kernel.lines import Clock, read_lines
 from forensics.kernel.machine_checks import find_machine_checks
 from forensics.kernel.oom_report import OomKill, find_oom_kills
 from forensics.kernel.xid import find_xids
+from tests.kernel_corpus import CORPUS
 from tests.kernel_samples import parse_section, sample, section_text
 
 NO_CLOCK = Clock()
@@ -202,3 +203,25 @@ def test_filtered_section_reports_its_cap() -> None:
     assert facts.filtered and facts.dropped_old_matches
     assert (facts.filtered_bytes, facts.cap_bytes) == (3000000, 1048576)
     assert len(facts.oom_kills) == 3
+
+
+def test_a_log_file_whose_every_line_predates_boot_does_not_reach_boot() -> None:
+    log = (CORPUS / "oom-5.4-kern-log-all-before-boot.log").read_text()
+    facts = parse_section(section_text(log, "/var/log/kern.log"))
+    assert facts.only_earlier_boots is True and facts.reaches_boot is False
+    assert [(k.pid, k.previous_boot) for k in facts.oom_kills] == [(66120, True)]
+
+
+def test_previous_boot_lines_are_marked_and_keep_their_own_zone() -> None:
+    log = (
+        "[    0.000000] Linux version 6.8.0\n"
+        "=== previous boot ===\n"
+        "2025-11-29T18:58:02.331201+01:00 gpu-b kernel: Out of memory: Killed process 20411 "
+        "(vllm) total-vm:1kB, anon-rss:1kB, file-rss:0kB, shmem-rss:0kB, UID:998 pgtables:1kB "
+        "oom_score_adj:0\n"
+    )
+    facts = parse_section(section_text(log))
+    assert facts.reaches_boot is True
+    [kill] = facts.oom_kills
+    assert kill.previous_boot and kill.monotonic_s is None
+    assert kill.time == datetime(2025, 11, 29, 17, 58, 2, 331201, tzinfo=UTC)

@@ -4,6 +4,9 @@ step it shares with the scripts probe."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +129,80 @@ def test_shell_option_reads_the_file_as_that_shell(tmp_path: Path) -> None:
     assert any("PIPESTATUS" in fix for fix in bash_fixes)
     assert not any("PIPESTATUS" in fix for fix in dash_fixes)
     assert any("dash has no pipefail" in fix for fix in dash_fixes)
+
+
+def test_many_files_give_one_line_each_and_the_worst_exit_status() -> None:
+    files = [SAMPLES / name for name in ("benchmark_masked.sh", "pipestatus_correct.sh")]
+    result = run_cli("lint-script", *map(str, files))
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines == [
+        f"{files[0]}: exit status masked at 3 place(s): 8 `if ! cmd | tee` then `$?`; "
+        "9 `if ! cmd | tee` then `$?`; 11 retry loop on a masked status",
+        f"{files[1]}: no masked exit status",
+    ]
+
+
+def test_a_sourced_helper_beside_the_script_is_followed_and_a_missing_one_named() -> None:
+    corpus = SAMPLES / "corpus"
+    result = run_cli("lint-script", str(corpus / "source_common_nopipefail.sh"))
+    assert result.exit_code == 1
+    assert "lib/common.sh:7: `cmd | tee` without pipefail" in result.stdout
+    assert "through the call of `launch_job` on line 8" in result.stdout
+    missing = run_cli("lint-script", str(corpus / "source_missing.sh"))
+    assert missing.exit_code == 0
+    assert "note: line 4 sources site-env.sh: could not be read beside the script" in (
+        missing.stdout
+    )
+
+
+def test_never_called_functions_and_a_missing_shebang_are_said(tmp_path: Path) -> None:
+    corpus = SAMPLES / "corpus"
+    uncalled = run_cli("lint-script", str(corpus / "uncalled_helpers.sh"))
+    assert "note: function `bench_nccl` (line 5) is never called" in uncalled.stdout
+    no_shebang = run_cli("lint-script", str(corpus / "noshebang_bash.sh"))
+    assert "note: it has no shebang on line 1; read as bash because it uses `[[`" in (
+        no_shebang.stdout
+    )
+
+
+def test_lint_script_starts_without_the_ssh_and_report_libraries(tmp_path: Path) -> None:
+    script = tmp_path / "one.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['forensics', 'lint-script', {str(script)!r}]\n"
+        "from forensics.cli.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = {'paramiko', 'fabric', 'invoke', 'jinja2', 'rich', 'yaml'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('forensics.probes', "
+        "'forensics.reports', 'forensics.core.models'))))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+        env={**os.environ, "FORENSICS_SHELLCHECK": "none"},
+    )  # fmt: skip
+    assert completed.stdout.splitlines()[-2:] == ["[]", "[]"]
+
+
+def test_a_shellcheck_timeout_is_a_fact_not_a_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = tmp_path / "shellcheck"
+    slow.write_text('#!/bin/sh\ncase $1 in --version) echo "version: 0.0";; *) sleep 5;; esac\n')
+    slow.chmod(0o755)
+    monkeypatch.setenv("FORENSICS_SHELLCHECK", str(slow))
+    run = run_shellcheck("echo hi\n", "bash", timeout_s=0.5)
+    assert run.problem == "ShellCheck did not finish within 0.5 s" and run.notes == []
+    broken = tmp_path / "broken-shellcheck"
+    broken.write_text("#!/bin/sh\necho 'shellcheck: out of memory' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    clean = SAMPLES / "pipestatus_correct.sh"
+    result = run_cli(
+        "lint-script", "--format", "json", str(clean), env={"FORENSICS_SHELLCHECK": str(broken)}
+    )
+    assert result.exit_code == 0, result.stdout
+    (report,) = json.loads(result.stdout)
+    assert report["shellcheck"]["problem"] == "ShellCheck failed: shellcheck: out of memory"
+    assert report["analysis"]["issues"] == []

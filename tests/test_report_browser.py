@@ -19,7 +19,7 @@ from forensics.core.models import Severity
 from forensics.fleet.report import FleetReport, HostStatus, count_findings, host_order
 from forensics.reports import Format, render_host
 from tests.conftest import run_cli
-from tests.hostile import SCRIPT, hostile_report
+from tests.hostile.markup import SCRIPT, hostile_report
 from tests.rendered import assert_inert_page, parse_html
 from tests.test_sweep_report import _collected, _finding, _not_collected, _report
 

@@ -13,7 +13,7 @@ from forensics.reports.environments import html_environment, markdown_environmen
 from forensics.reports.escaping import inert
 from forensics.reports.figures import MemoryPart, TimelinePoint, memory_bar_svg, timeline_svg
 from forensics.reports.process_tree import ProcessRow, tree_around
-from tests.hostile import ANSI, SCRIPT
+from tests.hostile.markup import ANSI, SCRIPT
 from tests.rendered import assert_inert_page, markdown_tokens, parse_html
 
 BOOT = datetime(2025, 10, 23, 18, 40, tzinfo=UTC)

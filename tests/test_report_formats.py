@@ -14,7 +14,7 @@ from forensics.judge.host_report import HostReport
 from forensics.remote.bundle import load
 from forensics.reports.escaping import inert
 from tests.conftest import run_cli
-from tests.hostile import ANSI, SCRIPT, hostile_host
+from tests.hostile.markup import ANSI, SCRIPT, hostile_host
 from tests.rendered import (
     assert_inert_page,
     markdown_first_paragraph,

@@ -13,7 +13,7 @@ from forensics.core.models import EvidenceRef, Finding, Target
 from forensics.judge.host_report import HostReport
 from forensics.reports import Format, render_host
 from forensics.reports.escaping import inert
-from tests.hostile import ANSI, PIPES_AND_TICKS, SCRIPT, hostile_report
+from tests.hostile.markup import ANSI, PIPES_AND_TICKS, SCRIPT, hostile_report
 from tests.rendered import (
     assert_inert_page,
     markdown_first_paragraph,

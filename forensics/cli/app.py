@@ -5,7 +5,9 @@ traceback and no usage block reaches the terminal."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -17,16 +19,17 @@ from forensics.cli.analyze import analyze_command
 from forensics.cli.collect import collect_command
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
+from forensics.cli.messages import say
 from forensics.cli.schema import schema_command
 from forensics.cli.sweep import sweep_command
 from forensics.cli.version import version_command
-from forensics.core.errors import ForensicsError
+from forensics.core.errors import ForensicsError, Interrupted
 from forensics.core.exit_status import ExitStatus
 
 EXIT_CODES_HELP = """
 Exit status: 0 collected, no finding at or above --fail-on; 1 collected with such a finding;
 2 usage or configuration error; 3 could not collect (unreachable, auth refused, host key
-unknown or changed, deadline hit before anything came back).
+unknown or changed, deadline hit before anything came back); 130 interrupted (SIGINT).
 """
 
 
@@ -86,6 +89,8 @@ app.add_typer(inventory_app, name="inventory")
 
 def main() -> None:
     """Entry point: run the app, turning every known failure into one line and a status."""
+    # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         status = app(standalone_mode=False)
     except ClickUsageError as error:
@@ -98,8 +103,10 @@ def main() -> None:
         _fail(str(said.format_message()), int(said.exit_code))
     except ForensicsError as error:
         _fail(error.message, error.exit_code)
-    except (KeyboardInterrupt, typer.Abort):
-        _fail("interrupted", ExitStatus.interrupted)
+    except typer.Abort:
+        _fail("aborted", ExitStatus.usage)
+    except KeyboardInterrupt:
+        _fail("interrupted (SIGINT)", ExitStatus.interrupted)
     except Exception as error:
         if os.environ.get("FORENSICS_DEBUG"):
             raise
@@ -129,6 +136,10 @@ def _context(error: Exception) -> Any:
     return getattr(error, "ctx", None)
 
 
+def _interrupt(number: int, frame: FrameType | None) -> None:
+    raise Interrupted("interrupted (SIGINT) before anything was kept")
+
+
 def _fail(message: str, status: int) -> None:
-    sys.stderr.write(f"forensics: {message}\n")
+    say(message)
     sys.exit(status)

@@ -13,15 +13,15 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from forensics.cli.sweep import warn
+from forensics.cli.messages import warn
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert, inert_json
 from forensics.core.models import CollectStatus
 from forensics.fleet.fingerprint import Changes, compare, fully_read_sections, track
 from forensics.fleet.store import History, RunRow
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.remote import bundle
-from forensics.reports.escaping import inert
 from forensics.reports.terminal import plain_console, plain_table
 
 
@@ -44,7 +44,7 @@ def history_command(
     path = history or out / "history.sqlite"
     if not path.exists():
         raise UsageError(f"no history at {path}: run `forensics sweep` first, or pass --history")
-    store = History.open(path, warn)
+    store = History.open_read_only(path)
     try:
         rows = store.runs(host, limit)
     finally:
@@ -100,7 +100,7 @@ def diff_command(
         )
     changes = bundle_changes(first, second)
     if json_output:
-        sys.stdout.write(changes.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(inert_json(changes.model_dump_json(indent=2)) + "\n")
         return
     sys.stdout.write(render_changes(changes, before, after))
 

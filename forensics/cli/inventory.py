@@ -12,10 +12,13 @@ import typer
 from rich.text import Text
 
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert
 from forensics.fleet.inventory import Inventory, load_inventory
-from forensics.fleet.vastai import parse_instances, to_yaml
-from forensics.reports.escaping import inert
+from forensics.fleet.located_yaml import read_bounded
+from forensics.fleet.vastai import notes, parse_instances, to_yaml
 from forensics.reports.terminal import plain_console, plain_table
+
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 app = typer.Typer(
     help="Check the inventory; import hosts from vast.ai.",
@@ -84,12 +87,12 @@ def import_vastai_command(
 
     Example: vastai show instances --raw | forensics inventory import-vastai - >> hosts.yaml
     """
-    if source == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = Path(source).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise UsageError(f"{source}: cannot read: {error}") from error
+    try:
+        text = read_bounded("/dev/stdin" if source == "-" else source, MAX_IMPORT_BYTES)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{source}: cannot read: {error}") from error
     hosts, skipped = parse_instances(text)
-    sys.stdout.write(to_yaml(hosts, skipped))
+    for note in notes(hosts, skipped):
+        shown = inert(note).replace("\n", "\\n")  # one line per note, whatever a label holds
+        sys.stderr.write(f"forensics: {shown}\n")
+    sys.stdout.write(to_yaml(hosts))

@@ -1,20 +1,23 @@
 """``forensics lint-script FILE...``: the masking rules and ShellCheck on local files, so a
 wrapper's fix can be checked before it is redeployed. Same analysis as the ``scripts``
-probe; exit 1 while a masked exit status remains."""
+probe, plus the files a script ``source``s from beside it; exit 1 while a masked exit
+status remains. CI hooks call it per file, so it imports only the shell analysis (see
+``forensics/cli/entry.py``): one file gets the full account, many get one line each."""
 
 from __future__ import annotations
 
 import enum
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from pydantic import BaseModel, Field
 
+from forensics.core.escaping import inert
 from forensics.core.exit_status import ExitStatus
-from forensics.reports.escaping import inert
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
 from forensics.shell.masking import MaskingAnalysis, find_masking
 from forensics.shell.shellcheck import ShellCheckRun
@@ -52,6 +55,7 @@ def lint_script_command(
 ) -> None:
     """Find where shell scripts lose the exit status they act on.
 
+    One FILE: every place, why, the fix. Several: one line per file (text format).
     Exit status: 0 nothing masked, 1 a masked exit status was found, 2 a file could not be
     read (or bad usage).
 
@@ -61,8 +65,10 @@ def lint_script_command(
     if format is LintFormat.json:
         document = [result.model_dump(mode="json") for result, _ in results]
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
-    else:
+    elif len(results) == 1:
         sys.stdout.write("".join(_text(result, checked) for result, checked in results))
+    else:
+        sys.stdout.write("".join(_one_line(result) for result, _ in results))
     if any(result.problem for result, _ in results):
         raise typer.Exit(ExitStatus.usage)
     masked = any(result.analysis and result.analysis.issues for result, _ in results)
@@ -78,7 +84,9 @@ def _lint_file(
     except OSError as error:
         return FileLint(path=str(path), problem=error.strerror or str(error)), None
     text = data[:MAX_BYTES].decode("utf-8", "replace")
-    analysis = find_masking(text, interpreter=shell, focus=focus)
+    analysis = find_masking(
+        text, interpreter=shell, focus=focus, read_source=_beside(path.resolve().parent)
+    )
     checked = lint(text, analysis)
     result = FileLint(
         path=str(path),
@@ -88,6 +96,40 @@ def _lint_file(
         shellcheck=checked.shellcheck,
     )
     return result, checked
+
+
+def run(arguments: list[str]) -> None:
+    """``forensics lint-script ARGS`` without the rest of the application."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    app.command()(lint_script_command)
+    app(args=arguments, prog_name="forensics lint-script")
+
+
+def _beside(directory: Path) -> Callable[[str], str | None]:
+    """Reads a sourced file named relative to the script's directory."""
+
+    def read(name: str) -> str | None:
+        candidate = directory / name
+        if not candidate.is_file():
+            return None
+        with candidate.open("rb") as stream:
+            return stream.read(MAX_BYTES).decode("utf-8", "replace")
+
+    return read
+
+
+def _one_line(result: FileLint) -> str:
+    path = inert(result.path)
+    analysis = result.analysis
+    if result.problem is not None or analysis is None:
+        return f"{path}: cannot read: {result.problem}\n"
+    if not analysis.issues:
+        return f"{path}: no masked exit status\n"
+    places = "; ".join(
+        f"{inert(issue.file) + ':' if issue.file else ''}{issue.line} {issue.title}"
+        for issue in analysis.issues
+    )
+    return f"{path}: exit status masked at {len(analysis.issues)} place(s): {places}\n"
 
 
 def _text(result: FileLint, checked: ScriptLint | None) -> str:
@@ -103,8 +145,11 @@ def _text(result: FileLint, checked: ScriptLint | None) -> str:
         out = [f"{path}: exit status masked at {len(analysis.issues)} place(s) ({settings})\n"]
     else:
         out = [f"{path}: no masked exit status ({settings})\n"]
+    if analysis.dialect_note:
+        out.append(f"  note: {inert(analysis.dialect_note)}\n")
     for issue in analysis.issues:
-        out.append(f"  {path}:{issue.line}: {issue.title}\n")
+        where = inert(issue.file) if issue.file else path
+        out.append(f"  {where}:{issue.line}: {issue.title}\n")
         out.append(f"      {inert(issue.excerpt)}\n")
         out.append(f"    why: {inert(issue.explanation)}\n")
         fix = inert(issue.corrected).replace("\n", "\n         ")
@@ -120,6 +165,12 @@ def _text(result: FileLint, checked: ScriptLint | None) -> str:
             out.append(
                 f"  {path}:{note.line}: SC{note.code} ({note.level}) {inert(note.message)}\n"
             )
+    for sourced in analysis.sourced:
+        if sourced.problem is not None:
+            out.append(
+                f"  note: line {sourced.line} sources {inert(sourced.name)}: {sourced.problem}\n"
+            )
+    out.extend(f"  note: {inert(note.text)}\n" for note in analysis.notes)
     if result.shape is not None:
         out.extend(f"  note: {note}\n" for note in result.shape.notes())
     if result.truncated:

@@ -13,12 +13,15 @@ import typer
 from pydantic import ValidationError
 
 from forensics.core.errors import BundleError, UsageError
+from forensics.core.files import read_bounded
 from forensics.fleet.report import FleetReport
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.remote import bundle
 from forensics.reports import Format, render_fleet, render_host
 from forensics.reports.fleet import fleet_summary
+
+MAX_REPORT_BYTES = 256 * 1024 * 1024
 
 
 def report_command(
@@ -69,9 +72,11 @@ def load_report(source: Path) -> HostReport | FleetReport:
         manifest, captures = bundle.load(source)
         return analyze(manifest, captures, bundle=str(source))
     try:
-        data = source.read_bytes()
+        data = read_bounded(source, MAX_REPORT_BYTES)
     except OSError as error:
         raise BundleError(f"{source}: cannot read ({error.strerror})") from error
+    except ValueError as error:
+        raise BundleError(f"{source}: not a forensics JSON report ({error})") from error
     if b'"sweep_id"' in data:
         try:
             return FleetReport.model_validate_json(data)
@@ -89,7 +94,22 @@ def load_report(source: Path) -> HostReport | FleetReport:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write beside the target, then rename: a reader never sees half a report."""
+    """Write beside the target, then rename: a reader never sees half a report.
+
+    Only a regular file is ever replaced: a device or a pipe (``-o /dev/stdout``) is
+    written into as a shell redirection would, never renamed over, and a symlink is
+    followed to the file it names.
+    """
+    path = path.resolve() if path.is_symlink() else path
+    if path.exists() and not path.is_file():
+        if path.is_dir():
+            raise UsageError(f"{path}: is a directory; name a file for the report")
+        try:
+            with path.open("w", encoding="utf-8") as stream:
+                stream.write(text)
+        except OSError as error:
+            raise UsageError(f"{path}: cannot write the report ({error.strerror})") from error
+        return
     aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
     try:
         aside.write_text(text, encoding="utf-8")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -12,8 +13,11 @@ import typer
 from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
+from forensics.cli.messages import say, warn
 from forensics.cli.options import Given, declared_options, read_duration
+from forensics.collect import room_needed
 from forensics.core.errors import UsageError
+from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import CollectOptions, Severity, SshOptions
 from forensics.fleet.inventory import load_inventory
@@ -27,18 +31,12 @@ from forensics.fleet.sweep import (
     QuietObserver,
     StopRequest,
     Sweep,
+    abandoned_threads,
     signal_handlers,
 )
+from forensics.remote import bundle
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
-
-
-def warn(message: str) -> None:
-    sys.stderr.write(f"forensics: warning: {message}\n")
-
-
-def _say(message: str) -> None:
-    sys.stderr.write(f"forensics: {message}\n")
 
 
 def exit_status(
@@ -150,7 +148,7 @@ def sweep_command(
         host.with_deadlines(timeout_s, connect_timeout_s)
         for host in loaded.select(group or (), limit or ())
     ]
-    out.mkdir(parents=True, exist_ok=True)
+    bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
     with SweepLock(lock or out / "sweep.lock"):
         store = History.open(history or out / "history.sqlite", warn)
         try:
@@ -169,14 +167,22 @@ def sweep_command(
                     lambda stop: _sweep_once(sweep, stop, format, interruptible=False),
                     every_s,
                     jitter_s,
-                    _say,
+                    say,
                 )
                 if last is None or last.interrupted_by is None:
                     raise typer.Exit(ExitStatus.ok)
                 report = last
         finally:
             store.close()
-    raise typer.Exit(exit_status(report, threshold, allow_unreachable))
+    status = exit_status(report, threshold, allow_unreachable)
+    if abandoned_threads():
+        # Hosts given up on still run in daemon threads; letting the interpreter finalize
+        # under them can abort the process (a thread killed inside native code). Everything
+        # is written and closed by now, so leave at once.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    raise typer.Exit(status)
 
 
 def _sweep_once(
@@ -190,7 +196,7 @@ def _sweep_once(
     _emit(report, format, compact=not interruptible)
     if report.interrupted_by is not None:
         missing = [host.name for host in report.not_collected]
-        _say(
+        say(
             f"stopped by {report.interrupted_by}: collected {len(report.collected)} of "
             f"{len(report.hosts)} hosts; not collected: {', '.join(missing) or 'none'}"
         )
@@ -199,7 +205,7 @@ def _sweep_once(
 
 def _emit(report: FleetReport, format: Format, compact: bool) -> None:
     if format is Format.json and compact:
-        text = report.model_dump_json()
+        text = inert_json(report.model_dump_json())
     else:
         text = render_fleet(fleet_summary(report), format)
     sys.stdout.write(text.rstrip("\n") + "\n")

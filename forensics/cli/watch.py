@@ -10,20 +10,24 @@ fit over the recent samples on the way.
 from __future__ import annotations
 
 import enum
+import math
 import secrets
 import sys
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Annotated
 
 import typer
 
+from forensics.cli.messages import say
 from forensics.cli.options import Given, declared_options, read_duration
 from forensics.core.cgroup_paths import V2_ROOT
-from forensics.core.errors import CollectionError, UsageError
+from forensics.core.errors import CollectionError, Interrupted, UsageError
+from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import SshOptions, Target
 from forensics.core.targets import parse_target
@@ -91,9 +95,11 @@ def watch_command(
     nonce = secrets.token_hex(8)
     try:
         with LineStream(parsed, sampler_script(nonce, every_s, count, cgroup)) as stream:
-            _watch(stream, nonce, every_s, count, format, parsed)
-    except KeyboardInterrupt:
-        pass
+            # Wall clock from the open connection; one interval more for the last sample.
+            ends_at = None if total_s is None else time.monotonic() + total_s + every_s
+            _watch(stream, nonce, every_s, Until(count, ends_at), format, parsed)
+    except (KeyboardInterrupt, Interrupted):
+        pass  # Ctrl-C is how a watch without --for ends
     raise typer.Exit(ExitStatus.ok)
 
 
@@ -101,17 +107,22 @@ def _watch(
     stream: LineStream,
     nonce: str,
     every_s: float,
-    count: int | None,
+    until: Until,
     format: WatchFormat,
     target: Target,
 ) -> None:
+    """Print samples until ``until`` says stop, whatever the host sends or fails to send."""
     history: deque[MemorySample] = deque(maxlen=RATE_SAMPLES)
     sampled: SampledCgroup | None = None
     seen = 0
-    while count is None or seen < count:
-        line = stream.next_line(every_s + LATE_AFTER_S)
+    while (remaining := until.remaining(seen)) > 0:
+        wait_s = every_s + LATE_AFTER_S
+        line = stream.next_line(min(wait_s, remaining))
         if line is None:
-            _note(f"no sample from {target.name} for {every_s + LATE_AFTER_S:g} s; still waiting")
+            if until.remaining(seen) > 0:
+                _note(f"no sample from {target.name} for {wait_s:g} s; still waiting")
+            elif seen == 0:
+                raise CollectionError(f"{target.name}: no sample came back before --for ended")
             continue
         item = read_line(nonce, line, datetime.now(UTC))
         if isinstance(item, SampledCgroup):
@@ -123,9 +134,27 @@ def _watch(
             history.append(item)
             sample = _with_rates(item, history, sampled)
             if format is WatchFormat.json:
-                _out(sample.model_dump_json())
+                _out(inert_json(sample.model_dump_json()))
             else:
                 _out(_watch_row(sample))
+
+
+@dataclass(frozen=True)
+class Until:
+    """When ``watch`` stops: after ``samples`` samples or at ``ends_at`` (wall clock,
+    ``time.monotonic()``), whichever comes first; None for either: no such bound.
+
+    >>> Until(samples=3, ends_at=None).remaining(3), Until(None, None).remaining(99)
+    (0.0, inf)
+    """
+
+    samples: int | None
+    ends_at: float | None
+
+    def remaining(self, seen: int) -> float:
+        if self.samples is not None and seen >= self.samples:
+            return 0.0
+        return math.inf if self.ends_at is None else max(0.0, self.ends_at - time.monotonic())
 
 
 def _watch_header(target: Target, every_s: float, sampled: SampledCgroup) -> str:
@@ -389,5 +418,4 @@ def _out(text: str) -> None:
 
 
 def _note(text: str) -> None:
-    sys.stderr.write(f"forensics: {text}\n")
-    sys.stderr.flush()
+    say(text)

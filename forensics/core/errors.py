@@ -27,11 +27,21 @@ class BundleError(ForensicsError):
     """A bundle directory that is missing, incomplete or not ours."""
 
 
+class OutputUnwritable(ForensicsError):
+    """The bundle could not be written (a full or read-only file system); nothing was kept."""
+
+
+class Abandoned(ForensicsError):
+    """A sweep stopped waiting for this host before its bundle was committed."""
+
+
 class CollectionError(ForensicsError):
-    """The host could not be collected; ``status`` says how it failed."""
+    """The host could not be collected; ``status`` says how it failed; ``bundle`` is the
+    bundle that keeps what came back, when one was written."""
 
     exit_code = ExitStatus.not_collected
     status: CollectStatus = CollectStatus.unreachable
+    bundle: str | None = None
 
 
 class Unreachable(CollectionError):
@@ -46,6 +56,12 @@ class HostKeyRejected(CollectionError):
     """Unknown host key under strict checking, or a key that changed."""
 
     status = CollectStatus.host_key_rejected
+
+
+class Interrupted(ForensicsError):
+    """The operator stopped the run (SIGINT); the message says what was kept."""
+
+    exit_code = ExitStatus.interrupted
 
 
 class DeadlineExceeded(CollectionError):

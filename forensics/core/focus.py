@@ -98,11 +98,11 @@ class Focus:
     def matches_process(self, name: str, cmdline: str) -> bool:
         """The pattern matches the process's name or its command line as the host reads
         them (``cmdline``: the raw ``/proc/PID/cmdline`` text, NULs included)."""
-        return self.search(name) or self.search(command_line_subject(cmdline))
+        return self.search(command_line_subject(name)) or self.search(command_line_subject(cmdline))
 
 
 def command_line_subject(cmdline: str) -> str:
-    """A command line as the pattern sees it, on the host and here.
+    """A command line (or a name) as the pattern sees it, on the host and here.
 
     >>> command_line_subject("sh\\x00-c\\x00echo a\\nb \\x00")
     'sh -c echo a b'
@@ -307,7 +307,9 @@ class _Translator:
             first = False
             low, is_class = self._bracket_element(position)
             ranged = self._peek() == "-" and self._peek(1) not in ("]", "")
-            if is_class or not ranged:
+            if is_class and ranged:
+                raise FocusError(f"a range in [ at {position} starts at a class")
+            if not ranged:
                 items.append(low if is_class else _hex(low))
                 continue
             self.at += 1

@@ -356,6 +356,16 @@ class HostKeySeen(Frozen):
     trust: Literal["known_hosts", "accepted_new", "not_applicable"]
 
 
+class HostStream(Frozen):
+    """What the host sent on one stream of the run (stdout: the framed sections; stderr:
+    its login shell), and how much of it was kept: never more than ``cap``."""
+
+    bytes_received: int
+    bytes_kept: int
+    cap: int
+    truncated: bool = Field(description="The host sent more than the cap; the rest was dropped.")
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -374,3 +384,5 @@ class Manifest(BaseModel):
     script: str
     sections: list[SectionResult]
     transport_exit_status: int | None = None
+    run_stdout: HostStream | None = None
+    run_stderr: HostStream | None = None

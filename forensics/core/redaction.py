@@ -1,13 +1,25 @@
-"""Scrub secrets from command lines and environment-style text before they leave the parser.
+"""Scrub secrets from any text that came from a host, before it leaves the parser.
 
-The raw bundle keeps the exact bytes (it is evidence); every model, report and log line
-built from it goes through ``redact`` first.
+The raw bundle keeps the exact bytes (it is evidence); every fact, finding, report, history
+row and pack built from it goes through this one module: ``redact`` for text,
+``redact_argv`` for a command line, ``redact_model`` for a whole model (``HostReport``
+runs it on itself), and ``redact_counted`` where the caller must say what was removed.
+
+Every rule replaces only the secret value with ``[REDACTED]`` and keeps the name that says
+what it was. Redaction is deterministic and idempotent (redacting redacted text changes
+nothing), and linear in the text: a match may start only where a key can begin, and every
+repetition is bounded or cannot backtrack.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
+from enum import Enum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 REDACTED = "[REDACTED]"
 
@@ -19,24 +31,103 @@ _SECRET_NAME = (
 _SECRET_WORD = rf"(?:{_KEY_CHAR}*{_SECRET_NAME}{_KEY_CHAR}*)"
 # Bounded, for a pattern that may start at every dash: keeps a long token linear.
 _SHORT_SECRET_WORD = rf"(?:{_KEY_CHAR}{{0,64}}{_SECRET_NAME}{_KEY_CHAR}{{0,64}})"
-# --api-key=VALUE, PASSWORD=VALUE, --token VALUE, api_key: VALUE. A match may start only
-# where a key can begin: trying every position of a long token and scanning it to its end
-# made a 3 KB argument take a second.
-_ASSIGNMENT = re.compile(
-    rf"(?i)(?<!{_KEY_CHAR})(?P<key>-{{0,2}}{_SECRET_WORD})(?P<sep>=|:\s*)(?P<value>[^\s&]+)"
+
+# -----BEGIN RSA PRIVATE KEY----- ... -----END RSA PRIVATE KEY-----, the body over many
+# lines; a block cut before its END line is redacted to the end of its base64.
+_PEM_BLOCK = re.compile(
+    r"(?P<begin>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----)"
+    r"(?P<value>(?:[^-]|-(?!----END ))*)"
+    r"(?P<end>-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----)?"
 )
-_FLAG_THEN_VALUE = re.compile(
-    rf"(?i)(?<!-)(?P<key>--?{_SHORT_SECRET_WORD})(?P<sep>\s+)(?P<value>[^\s-][^\s]*)"
-)
-# scheme://user:password@host
+# scheme://user:password@host and scheme://:password@host (redis)
 _URL_CREDENTIALS = re.compile(
-    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]+):[^/\s@]+@"
+    r"(?<![A-Za-z0-9+.-])(?P<key>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<value>[^/\s@]+)(?=@)"
 )
-# Bearer tokens and well-known key shapes that carry no key name beside them.
+# Authorization: Basic dXNlcjpwYXNz / Bearer ... / any scheme: the whole header value.
+_AUTHORIZATION = re.compile(
+    r"(?i)(?P<key>\b(?:proxy-)?authorization\s*[:=]\s*)"
+    r"(?P<value>(?:(?:basic|bearer|digest|token|negotiate|ntlm)\s+)?[^\s'\"]+)"
+)
+# {"api_key": "two words"}, {'password': 'x'}, "token": 12345, and the same quoted once
+# more inside YAML ('{''password'': ''x''}') or JSON (\"password\": \"x\"): a quoted key,
+# its value quoted (spaces allowed) or bare.
+_QUOTED_KEY_VALUE = re.compile(
+    rf"(?i)(?P<key>[\"'\\]{{1,3}}{_SECRET_WORD}[\"'\\]{{1,3}}\s*[:=]\s*)"
+    r"(?P<value>[\"'\\]{2,3}[^\s\"'\\,;}\]]+|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
+    r"|[^\s,;}\]\"'\\]+)"
+)
+# --api-key=VALUE, PASSWORD=VALUE, api_key: VALUE, password: "two words". A match may
+# start only where a key can begin: trying every position of a long token and scanning it
+# to its end made a 3 KB argument take a second.
+_ASSIGNMENT = re.compile(
+    rf"(?i)(?<!{_KEY_CHAR})(?P<key>-{{0,2}}{_SECRET_WORD}(?:=|:\s*))"
+    r"(?P<value>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s&\"']+)"
+)
+# --token VALUE, -password VALUE
+_FLAG_THEN_VALUE = re.compile(
+    rf"(?i)(?<!-)(?P<key>--?{_SHORT_SECRET_WORD}\s+)(?P<value>[^\s-][^\s]*)"
+)
+# token VALUE, password VALUE: a bare keyword, then a value shaped like a secret (a digit,
+# a capital or a symbol in it), so prose ("password authentication failed") stays.
+_KEYWORD_THEN_VALUE = re.compile(
+    r"(?<![\w-])(?P<key>(?i:token|password|passwd|passphrase|secret|api[_-]?key)\s+)"
+    r"(?P<value>(?=[^\s,;]*[0-9A-Z_+/=])[^\s\[\-'\"][^\s'\",;]*)"
+)
+# Well-known key shapes that carry no key name beside them.
 _BARE_TOKENS = re.compile(
-    r"(?i)\b(?:bearer\s+[A-Za-z0-9._~+/=-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|"
-    r"hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[abpr]-[A-Za-z0-9-]{10,})"
+    r"\b(?P<value>(?i:bearer)\s+[A-Za-z0-9._~+/=-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|"
+    r"github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|hf_[A-Za-z0-9]{20,}|"
+    r"sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}|xox[abposr]-[A-Za-z0-9-]{10,}|"
+    r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,})"
 )
+# mysql -pSECRET: only after a MySQL/MariaDB client on the same line (`-p` is a port to
+# ssh, a flag to mkdir).
+_MYSQL_CLIENT = re.compile(r"(?i)\b(?:mysql|mariadb)[a-z_-]{0,12}\b")
+_COMMAND_END = re.compile(r"([;|&\n].*)", re.DOTALL)
+_MYSQL_PASSWORD = re.compile(r"(?<!\S)(?P<key>-p)(?P<value>[^\s'\"]+)")
+
+
+def _pem_body(match: re.Match[str]) -> str:
+    return f"{match['begin']}\n{REDACTED}\n{match['end'] or ''}"
+
+
+# Every rule needs one of these in the text; one pass over it spares most strings the rules.
+_ANY_TRIGGER = re.compile(
+    r"(?i)pass|secret|token|key|auth|cred|://|bearer|eyJ|gh[pousr]_|github_pat|glpat|hf_|"
+    r"sk-|AKIA|ASIA|xox|mysql|mariadb"
+)
+
+_Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]
+
+_RULES: tuple[_Rule, ...] = (
+    ("private_key", _PEM_BLOCK, _pem_body),
+    ("url_password", _URL_CREDENTIALS, None),
+    ("authorization", _AUTHORIZATION, None),
+    ("known_token", _BARE_TOKENS, None),
+    ("quoted_key", _QUOTED_KEY_VALUE, None),
+    ("assignment", _ASSIGNMENT, None),
+    ("flag_value", _FLAG_THEN_VALUE, None),
+    ("keyword_value", _KEYWORD_THEN_VALUE, None),
+)
+
+
+def redact_counted(text: str) -> tuple[str, Counter[str]]:
+    """``redact(text)`` and how many secrets of each kind it replaced.
+
+    >>> redact_counted('db={"password": "two words"} url=redis://:pw1@cache:6379')
+    ('db={"password": "[REDACTED]"} url=redis://:[REDACTED]@cache:6379', \
+Counter({'url_password': 1, 'quoted_key': 1}))
+    >>> redact_counted("nothing to see")
+    ('nothing to see', Counter())
+    """
+    counts: Counter[str] = Counter()
+    if _ANY_TRIGGER.search(text) is None:
+        return text, counts
+    for kind, pattern, replace in _RULES:
+        text = pattern.sub(_replacer(kind, counts, replace), text)
+    if _MYSQL_CLIENT.search(text):
+        text = "\n".join(_mysql_line(line, counts) for line in text.split("\n"))
+    return text, counts
 
 
 def redact(text: str) -> str:
@@ -50,23 +141,39 @@ def redact(text: str) -> str:
     'worker --token [REDACTED] --verbose'
     >>> redact("curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9'")
     "curl -H 'Authorization: [REDACTED]'"
+    >>> redact("mysql -uroot -pS3cret db; ssh -p22 host")
+    'mysql -uroot -p[REDACTED] db; ssh -p22 host'
+    >>> redact("auth with token Tk9Lmn0p, password authentication failed")
+    'auth with token [REDACTED], password authentication failed'
+    >>> redact(redact("PASSWORD=x {'secret': 'y z'}")) == redact("PASSWORD=x {'secret': 'y z'}")
+    True
     """
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
-    text = _BARE_TOKENS.sub(REDACTED, text)
-    text = _ASSIGNMENT.sub(_keep_key, text)
-    return _FLAG_THEN_VALUE.sub(_keep_key, text)
+    return redact_counted(text)[0]
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
     """Redact a command line argument by argument, including a secret that is the argument
-    after its flag (``--token VALUE``) or after ``Bearer``.
+    after its flag (``--token VALUE``), after a bare keyword (``token VALUE``), after
+    ``Bearer``, or a MySQL client's ``-pSECRET``.
 
     >>> redact_argv(["worker", "--token", "abc", "--api-key=x", "-H", "Bearer", "eyJhbGciOi"])
     ['worker', '--token', '[REDACTED]', '--api-key=[REDACTED]', '-H', 'Bearer', '[REDACTED]']
+    >>> redact_argv(["/usr/bin/mysqldump", "-pS3cret", "db"]), redact_argv(["gh", "token", "x"])
+    (['/usr/bin/mysqldump', '-p[REDACTED]', 'db'], ['gh', 'token', '[REDACTED]'])
     """
     redacted = [redact(arg) for arg in argv]
+    mysql = bool(argv) and _MYSQL_CLIENT.fullmatch(argv[0].rsplit("/", 1)[-1]) is not None
     for index in range(1, len(argv)):
+        if mysql and argv[index].startswith("-p") and len(argv[index]) > 2:
+            redacted[index] = f"-p{REDACTED}"
+            continue
         previous = argv[index - 1]
+        after_header = index >= 2 and argv[index - 2].lower().endswith("authorization:")
+        if (
+            previous.lower() in _KEYWORDS or (after_header and previous.lower() in _SCHEMES)
+        ) and redacted[index] != REDACTED:
+            redacted[index] = REDACTED
+            continue
         if not _may_name_next(previous):
             continue
         pair = redact(f"{previous} {argv[index]}")
@@ -75,12 +182,89 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
     return redacted
 
 
+_SCHEMES = frozenset({"basic", "bearer", "digest", "negotiate", "ntlm", "token"})
+_KEYWORDS = frozenset({"token", "password", "passwd", "passphrase", "secret", "api_key", "apikey"})
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def redact_model(model: Model) -> Model:
+    """A copy of ``model`` with every string value in it redacted, at any depth (keys of
+    mappings are names the tool chose and are kept). The same object when nothing changed.
+
+    >>> from forensics.core.models import Finding, Severity
+    >>> found = Finding(id="log.errors", severity=Severity.warning, explanation="",
+    ...                 title="api_key=abc123 rejected", subject={"line": "password=hunter2"})
+    >>> cleaned = redact_model(found)
+    >>> cleaned.title, cleaned.subject, redact_model(cleaned) is cleaned
+    ('api_key=[REDACTED] rejected', {'line': 'password=[REDACTED]'}, True)
+    """
+    return redact_value(model)
+
+
+Value = TypeVar("Value")
+
+
+def redact_value(value: Value) -> Value:
+    """``value`` with every string in it redacted: a string, a model, or lists, tuples and
+    dicts of them at any depth; the same object when nothing changed."""
+    return _redacted(value)  # type: ignore[no-any-return]
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(value, Enum):
+        cleaned = redact(value)
+        return value if cleaned == value else cleaned
+    if isinstance(value, BaseModel):
+        changed = {}
+        for name in type(value).model_fields:
+            current = getattr(value, name)
+            cleaned = _redacted(current)
+            if cleaned is not current:
+                changed[name] = cleaned
+        return value.model_copy(update=changed) if changed else value
+    if isinstance(value, list | tuple):
+        items = [_redacted(item) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return type(value)(items) if isinstance(value, tuple) else items
+    if isinstance(value, dict):
+        entries = {key: _redacted(item) for key, item in value.items()}
+        if all(entries[key] is item for key, item in value.items()):
+            return value
+        return entries
+    return value
+
+
+def _replacer(
+    kind: str, counts: Counter[str], replace: Callable[[re.Match[str]], str] | None
+) -> Callable[[re.Match[str]], str]:
+    def substitute(match: re.Match[str]) -> str:
+        raw = match["value"]
+        opening = raw[: len(raw) - len(raw.lstrip("\"'\\"))]
+        value, closing = raw[len(opening) :], ""
+        if opening in ('"', "'") and len(raw) > 1 and raw.endswith(opening):
+            value, closing = raw[1:-1], opening
+        if value.strip().startswith(REDACTED[:-1]):
+            return match.group(0)
+        counts[kind] += 1
+        if replace is not None:
+            return replace(match)
+        return f"{match.groupdict().get('key') or ''}{opening}{REDACTED}{closing}"
+
+    return substitute
+
+
+def _mysql_line(line: str, counts: Counter[str]) -> str:
+    client = _MYSQL_CLIENT.search(line)
+    if client is None:
+        return line
+    head, tail = line[: client.end()], line[client.end() :]
+    command = _COMMAND_END.split(tail, maxsplit=1)
+    command[0] = _MYSQL_PASSWORD.sub(_replacer("mysql_password", counts, None), command[0])
+    return head + "".join(command)
+
+
 def _may_name_next(argument: str) -> bool:
     """Only a flag, a ``key:`` or ``Bearer`` can make the next argument a secret."""
     return argument.startswith("-") or argument.endswith(":") or argument.lower().endswith("bearer")
-
-
-def _keep_key(match: re.Match[str]) -> str:
-    if match["value"] == REDACTED or match["value"].startswith(REDACTED):
-        return match.group(0)
-    return f"{match['key']}{match['sep']}{REDACTED}"

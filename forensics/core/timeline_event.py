@@ -14,6 +14,11 @@ LOG_LAST_WRITE = "log_last_write"
 GPU_FAILURE = "gpu_failure"
 HUNG_TASK = "hung_task"
 MACHINE_CHECK = "machine_check"
+KERNEL_CRASH = "kernel_crash"
+PCIE_ERROR = "pcie_error"
+GPU_LOST = "gpu_lost"
+GPU_INIT_FAILED = "gpu_init_failed"
+SXID = "sxid"
 # Kinds that end a process; a log that stops just before one of these ended early. The
 # kernel prints a segfault or trap line only for a signal the process does not handle.
 OOM_KILL = "oom_kill"

@@ -29,7 +29,13 @@ from pydantic_core import ErrorDetails
 from forensics.core.declared import DeclaredProblem, problem_words, read_declared
 from forensics.core.errors import UsageError
 from forensics.core.models import CollectOptions, Declared, SshOptions, Target, host_problem
-from forensics.fleet.located_yaml import LocatedYaml, YamlProblem, dotted, load_located
+from forensics.fleet.located_yaml import (
+    LocatedYaml,
+    YamlProblem,
+    dotted,
+    load_located,
+    read_bounded,
+)
 from forensics.probes import PROBES
 
 MAX_ERRORS_SHOWN = 20
@@ -150,12 +156,12 @@ class Inventory(BaseModel):
 def load_inventory(path: Path) -> Inventory:
     """Read, validate and resolve ``path``; raise ``InventoryError`` with file:line messages."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path)
     except FileNotFoundError as error:
         raise InventoryError(
             f"{path}: no such inventory; pass --inventory FILE (see docs/INVENTORY.md)"
         ) from error
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, ValueError) as error:
         raise InventoryError(f"{path}: cannot read the inventory: {error}") from error
     return parse_inventory(text, path)
 

@@ -4,16 +4,27 @@ PyYAML's composer keeps a mark on every node; we walk the node tree once to map 
 path (``("hosts", 2, "port")``) to its 1-based line, and build the data with the safe
 constructor (anchors, aliases and ``<<`` merges work as usual). Duplicate keys, which YAML
 forbids but PyYAML silently resolves in favour of the last one, are errors here.
+
+Inventories come from other people, so reading one is bounded: the file at ``MAX_BYTES``
+(``read_bounded``) and the document, aliases expanded, at ``MAX_NODES`` nodes. A "billion
+laughs" (nine levels of nine aliases: ten lines, 387 million nodes once expanded) stops
+at the bound instead of taking the machine's memory.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import yaml
 
+from forensics.core.files import read_bounded as read_bounded_bytes
+
 Path = tuple[str | int, ...]
+
+MAX_BYTES = 4 * 1024 * 1024
+MAX_NODES = 200_000
 
 
 class YamlProblem(Exception):
@@ -64,14 +75,21 @@ def load_located(text: str) -> LocatedYaml:
     ...
     forensics.fleet.located_yaml.YamlProblem: 2: a: duplicate key (first at line 1)
     """
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as error:
+        raise _unreadable_character(text, error) from error
+    except yaml.YAMLError as error:
+        raise YamlProblem(1, f"YAML syntax: {str(error).splitlines()[0]}") from error
     try:
         node = loader.get_single_node()
         if node is None:
             return LocatedYaml(data=None, lines={})
         lines: dict[Path, int] = {(): node.start_mark.line + 1}
-        _walk(node, (), lines, set())
+        _walk(node, (), lines, set(), [MAX_NODES])
         data = loader.construct_document(node)
+    except yaml.reader.ReaderError as error:
+        raise _unreadable_character(text, error) from error
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else 1
@@ -86,9 +104,39 @@ def load_located(text: str) -> LocatedYaml:
     return LocatedYaml(data=data, lines=lines)
 
 
-def _walk(node: yaml.Node, path: Path, lines: dict[Path, int], active: set[int]) -> None:
+def read_bounded(path: os.PathLike[str] | str, limit: int = MAX_BYTES) -> str:
+    """The UTF-8 text of ``path``, refused (``ValueError``) past ``limit`` bytes."""
+    return read_bounded_bytes(path, limit).decode("utf-8")
+
+
+def _unreadable_character(text: str, error: yaml.reader.ReaderError) -> YamlProblem:
+    """The character PyYAML refuses (a raw control byte), named by its code, never echoed.
+
+    >>> load_located("hosts:\\n  - name: a\\x1b]0;x\\n")
+    Traceback (most recent call last):
+    ...
+    forensics.fleet.located_yaml.YamlProblem: 2: YAML syntax: raw control character U+001B
+    """
+    line = text.count("\n", 0, max(error.position, 0)) + 1
+    code = error.character if isinstance(error.character, int) else ord(str(error.character)[:1])
+    return YamlProblem(
+        line,
+        f"YAML syntax: raw control character U+{code:04X}",
+    )
+
+
+def _walk(
+    node: yaml.Node, path: Path, lines: dict[Path, int], active: set[int], budget: list[int]
+) -> None:
     if id(node) in active:  # a recursive alias (&a [*a]): its lines are already known
         return
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise YamlProblem(
+            node.start_mark.line + 1,
+            f"more than {MAX_NODES} values once aliases are expanded; refused "
+            "(aliases that multiply, as in a 'billion laughs' file)",
+        )
     active = active | {id(node)}
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}
@@ -96,6 +144,9 @@ def _walk(node: yaml.Node, path: Path, lines: dict[Path, int], active: set[int])
             if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
                 key_node, yaml.ScalarNode
             ):
+                # Not a path of its own, but what it brings in counts towards the bound.
+                _walk(key_node, path, {}, active, budget)
+                _walk(value_node, path, {}, active, budget)
                 continue
             key = key_node.value
             line = key_node.start_mark.line + 1
@@ -105,8 +156,8 @@ def _walk(node: yaml.Node, path: Path, lines: dict[Path, int], active: set[int])
                 )
             seen[key] = line
             lines[(*path, key)] = line
-            _walk(value_node, (*path, key), lines, active)
+            _walk(value_node, (*path, key), lines, active, budget)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             lines[(*path, index)] = item.start_mark.line + 1
-            _walk(item, (*path, index), lines, active)
+            _walk(item, (*path, index), lines, active, budget)

@@ -7,13 +7,14 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from forensics.core.errors import ForensicsError
+from forensics.core.errors import ForensicsError, UsageError
 from forensics.core.exit_status import ExitStatus
 
 
@@ -32,7 +33,7 @@ class SweepLock:
 
     def __enter__(self) -> SweepLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = self.path.open("a+")
+        handle = _open_lock_file(self.path)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -72,6 +73,39 @@ class SweepLock:
             fcntl.flock(self._handle, fcntl.LOCK_UN)
             self._handle.close()
             self._handle = None
+
+
+def _open_lock_file(path: Path) -> IO[str]:
+    """Open (or create) the lock file, refusing anything that is not one: it is rewritten
+    while held, so a symlink, a device or a file with other content is never touched."""
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as error:
+        raise UsageError(
+            f"--lock {path}: cannot use it as a lock file ({error.strerror})"
+        ) from error
+    handle = os.fdopen(descriptor, "a+")
+    status = os.fstat(descriptor)
+    problem = None
+    if not stat.S_ISREG(status.st_mode):
+        problem = "is not a regular file"
+    else:
+        handle.seek(0)
+        text = handle.read(4096)
+        if text.strip() and _holder(text) is None:
+            problem = "is not a sweep lock file (it has other content)"
+    if problem is not None:
+        handle.close()
+        raise UsageError(f"--lock {path}: {problem}; left it untouched")
+    return handle
+
+
+def _holder(text: str) -> dict[str, object] | None:
+    try:
+        holder = json.loads(text)
+    except ValueError:
+        return None
+    return holder if isinstance(holder, dict) and "pid" in holder else None
 
 
 def _describe(text: str) -> str:

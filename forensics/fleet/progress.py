@@ -17,9 +17,9 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from forensics.core.escaping import inert
 from forensics.fleet.inventory import ResolvedHost
 from forensics.fleet.report import HostRun
-from forensics.reports.escaping import inert
 
 
 class SweepProgress:

@@ -7,9 +7,10 @@ import enum
 from collections import Counter
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forensics.core.models import CollectStatus, Severity
+from forensics.core.redaction import redact
 from forensics.fleet.fingerprint import Changes
 from forensics.judge.host_report import HostReport
 
@@ -59,6 +60,12 @@ class HostRun(BaseModel):
     changes: Changes | None = Field(
         default=None, description="Since this host's previous run; None when not collected."
     )
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_redacted(cls, reason: str | None) -> str | None:
+        """A reason may quote the host (its stderr, a sudo refusal): redacted like a report."""
+        return redact(reason) if reason is not None else None
 
     @property
     def duration_s(self) -> float | None:

@@ -2,26 +2,40 @@
 
 Several sweeps may write at once (WAL journal, one writer at a time, each host's run in one
 short ``BEGIN IMMEDIATE`` transaction, a generous busy timeout). History is a convenience,
-never a reason to lose a sweep: a missing or corrupt database is moved aside and rebuilt
-with a warning, and any later database error turns history off for the rest of the sweep
-with one warning.
+never a reason to lose a sweep: a missing database is started, a corrupt one is moved aside
+and rebuilt with a warning, and any later database error turns history off for the rest of
+the sweep with one warning.
+
+Only a file this tool could have made is ever moved aside: a regular file, owned by the
+user running the sweep, that starts with SQLite's header and that SQLite itself calls
+corrupt. A path to a device, a directory, a symlink, another user's file or a file that is
+not SQLite at all is left untouched (history is off for that run), and so is a healthy
+database on a full, read-only or forbidden file system: that is said, never "corrupt".
+``forensics history`` opens the database read-only and never changes anything.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sqlite3
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from forensics.core.errors import UsageError
 from forensics.core.models import Severity
 from forensics.fleet.fingerprint import TrackedFinding
 from forensics.fleet.report import HostRun, HostStatus
 
 SCHEMA_VERSION = "1"
+SQLITE_HEADER = b"SQLite format 3\x00"
+_CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_FULL_BELOW_BYTES = 256 * 1024
 BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
@@ -84,13 +98,23 @@ class History:
 
     @classmethod
     def open(cls, path: Path, warn: Warn) -> History:
-        """Open or create ``path``; rebuild it when it is not a healthy database."""
+        """Open or create ``path``; rebuild it only when it is our database and corrupt."""
+        refused = _not_ours(path)
+        if refused is not None:
+            warn(f"history is off for this run: {path} {refused}; left it untouched")
+            return cls(path, None, warn)
         if not path.exists():
             warn(f"no history at {path} yet; starting it (every finding counts as new this time)")
         try:
             return cls(path, _connect(path), warn)
         except sqlite3.Error as error:
             problem = error
+        if not _is_corruption(problem):
+            warn(
+                f"history is off for this run: cannot use {path}: {_why_unusable(path, problem)}; "
+                "left it untouched"
+            )
+            return cls(path, None, warn)
         aside = path.with_name(f"{path.name}.corrupt-{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
         warn(
             f"history database {path} is unreadable ({problem}); moved it to {aside} and "
@@ -99,12 +123,39 @@ class History:
         try:
             for suffix in ("", "-wal", "-shm"):
                 side = path.with_name(path.name + suffix)
-                if side.exists():
+                if side.is_symlink() or side.exists():
+                    if _not_ours(side, header=not suffix) is not None:
+                        raise OSError(errno.EPERM, f"{side} is not ours to move")
                     side.rename(aside.with_name(aside.name + suffix))
             return cls(path, _connect(path), warn)
         except (OSError, sqlite3.Error) as error:
             warn(f"history is off for this run: cannot rebuild {path}: {error}")
             return cls(path, None, warn)
+
+    @classmethod
+    def open_read_only(cls, path: Path) -> History:
+        """Open ``path`` for reading only; ``UsageError`` when it cannot be read."""
+        refused = _not_ours(path, owner=False)
+        if refused is not None:
+            raise UsageError(f"history {path} {refused}")
+        # A WAL database cannot be opened read-only on a read-only mount (no -shm can be
+        # made); nothing can change it there, so it is opened as immutable.
+        frozen = "&immutable=1" if _read_only_mount(path) else ""
+        try:
+            connection = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode=ro{frozen}",
+                uri=True,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+            )
+            connection.execute("SELECT count(*) FROM runs").fetchone()
+        except sqlite3.Error as error:
+            why = "corrupt" if _is_corruption(error) else _why_unusable(path, error)
+            raise UsageError(
+                f"history {path} is unreadable ({why}); left it untouched "
+                "(the next sweep moves a corrupt database aside)"
+            ) from error
+        return cls(path, connection, lambda message: None)
 
     def close(self) -> None:
         if self._connection is not None:
@@ -260,6 +311,74 @@ class History:
         ]
 
 
+def _not_ours(path: Path, header: bool = True, owner: bool = True) -> str | None:
+    """Why ``path`` is not a history database this tool may open and move, or None.
+
+    A missing path or an empty file (SQLite's own start) is fine.
+    """
+    try:
+        status = path.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"cannot be inspected ({error.strerror})"
+    if stat.S_ISLNK(status.st_mode):
+        return "is a symbolic link, not a history database"
+    if not stat.S_ISREG(status.st_mode):
+        return "is not a regular file (a device, a directory or a pipe), not a history database"
+    if owner and status.st_uid != os.geteuid():
+        return f"belongs to another user (uid {status.st_uid})"
+    if not header or status.st_size == 0:
+        return None
+    try:
+        with path.open("rb") as handle:
+            start = handle.read(len(SQLITE_HEADER))
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    if start != SQLITE_HEADER:
+        return "is not an SQLite database (no SQLite header), so not a history this tool wrote"
+    return None
+
+
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _is_corruption(error: sqlite3.Error) -> bool:
+    """SQLite says the file itself is damaged, as opposed to the disk, the file system or
+    the permissions around it."""
+    if isinstance(error, _Corrupt):
+        return True
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _CORRUPTION_CODES
+
+
+def _why_unusable(path: Path, error: sqlite3.Error) -> str:
+    """Name what stands in the way: a read-only or full file system, or permissions."""
+    directory = path.parent if path.parent.exists() else Path(".")
+    try:
+        space = os.statvfs(directory)
+    except OSError:
+        return str(error)
+    code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+    if space.f_flag & os.ST_RDONLY:
+        return f"its file system is read-only (EROFS; SQLite says: {error})"
+    if code == sqlite3.SQLITE_FULL or space.f_bavail * space.f_frsize < _FULL_BELOW_BYTES:
+        return f"its file system is full (ENOSPC; SQLite says: {error})"
+    if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN) or not (
+        os.access(directory, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+    ):
+        return f"permission denied (EACCES; SQLite says: {error})"
+    return str(error)
+
+
+class _Corrupt(sqlite3.DatabaseError):
+    """``PRAGMA quick_check`` found damage."""
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -267,7 +386,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         check = connection.execute("PRAGMA quick_check").fetchone()
         if check is None or check[0] != "ok":
-            raise sqlite3.DatabaseError(f"integrity check says: {check[0] if check else 'nothing'}")
+            raise _Corrupt(f"integrity check says: {check[0] if check else 'nothing'}")
         connection.execute("PRAGMA journal_mode = WAL")
         connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
         connection.execute(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import secrets
+import shutil
 import signal
 import threading
 import time
@@ -30,7 +31,7 @@ from typing import Protocol
 
 from forensics import __version__
 from forensics.collect import collect
-from forensics.core.errors import CollectionError, ForensicsError
+from forensics.core.errors import CollectionError, ForensicsError, OutputUnwritable
 from forensics.fleet.fingerprint import compare, fully_read_sections, track
 from forensics.fleet.inventory import ResolvedHost
 from forensics.fleet.report import (
@@ -42,10 +43,12 @@ from forensics.fleet.report import (
 )
 from forensics.fleet.store import History
 from forensics.judge.host_report import HostReport
+from forensics.remote.bundle import STAGING_PREFIX, CommitGate
 
 FLEET_REPORT = "fleet.json"
 WATCHDOG_SLACK_S = 10.0
 _POLL_S = 0.1
+_THREAD_PREFIX = "sweep-"
 
 
 class SweepObserver(Protocol):
@@ -105,6 +108,7 @@ class _InFlight:
     host: ResolvedHost
     started: datetime
     give_up_at: float
+    gate: CommitGate = field(default_factory=CommitGate)
 
 
 @dataclass
@@ -127,6 +131,7 @@ class Sweep:
         if self.history is not None:
             self.history.begin_sweep(sweep_id, started, self.inventory, len(self.hosts))
         hosts = sorted(self._collect_all(stop, sweep_id, sweep_dir), key=host_order)
+        _remove_staging(sweep_dir)
         report = FleetReport(
             tool_version=__version__,
             sweep_id=sweep_id,
@@ -169,7 +174,9 @@ class Sweep:
                 self._finish(row, sweep_id, rows)
             now = time.monotonic()
             for name, flight in list(in_flight.items()):
-                if now > flight.give_up_at:
+                # A host whose bundle is already committed is never given up: its row is
+                # on its way, and the report must list the bundle that is on disk.
+                if now > flight.give_up_at and flight.gate.close():
                     del in_flight[name]
                     self._finish(_given_up(flight), sweep_id, rows)
             if stop.reason is None:
@@ -179,9 +186,10 @@ class Sweep:
             pending.clear()
             assert stop.since is not None
             if in_flight and (stop.hurry or now > stop.since + self.grace_s):
-                for flight in in_flight.values():
-                    self._finish(_interrupted(flight, stop.reason), sweep_id, rows)
-                in_flight.clear()
+                for name, flight in list(in_flight.items()):
+                    if flight.gate.close():
+                        del in_flight[name]
+                        self._finish(_interrupted(flight, stop.reason), sweep_id, rows)
         return list(rows.values())
 
     def _start(
@@ -196,8 +204,8 @@ class Sweep:
         )
         flight = _InFlight(host=host, started=datetime.now(UTC), give_up_at=give_up_at)
         thread = threading.Thread(
-            target=lambda: results.put(collect_host(host, sweep_dir)),
-            name=f"sweep-{host.name}",
+            target=lambda: results.put(collect_host(host, sweep_dir, flight.gate)),
+            name=f"{_THREAD_PREFIX}{host.name}",
             daemon=True,
         )
         thread.start()
@@ -223,12 +231,12 @@ class Sweep:
         self.observer.host_finished(row)
 
 
-def collect_host(host: ResolvedHost, out: Path) -> HostRun:
+def collect_host(host: ResolvedHost, out: Path, gate: CommitGate | None = None) -> HostRun:
     """Collect one host; every way it can fail becomes its row, never an exception."""
     started = datetime.now(UTC)
     common = {"name": host.name, "group": host.group, "address": host.address}
     try:
-        report = collect(host.target, host.options, out)
+        report = collect(host.target, host.options, out, gate)
     except CollectionError as error:
         finished = datetime.now(UTC)
         failed = HostReport(
@@ -245,6 +253,7 @@ def collect_host(host: ResolvedHost, out: Path) -> HostRun:
             reason=error.message,
             started=started,
             finished=finished,
+            bundle=error.bundle,
             report=failed,
         )
     except ForensicsError as error:
@@ -307,7 +316,25 @@ def _not_started(host: ResolvedHost, why: str) -> HostRun:
     )
 
 
+def abandoned_threads() -> bool:
+    """Whether a host's collection thread is still running (given up on or interrupted)."""
+    return any(thread.name.startswith(_THREAD_PREFIX) for thread in threading.enumerate())
+
+
+def _remove_staging(sweep_dir: Path) -> None:
+    """Staging directories of hosts the sweep stopped waiting for: they can never become
+    bundles (their gates are closed), and the sweep directory is this sweep's alone."""
+    for staging in sweep_dir.glob(f"*/{STAGING_PREFIX}*"):
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def _write_atomically(path: Path, text: str) -> None:
     aside = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    aside.write_text(text)
-    aside.replace(path)
+    try:
+        aside.write_text(text)
+        aside.replace(path)
+    except OSError as error:
+        aside.unlink(missing_ok=True)
+        raise OutputUnwritable(
+            f"{path}: cannot write the fleet report ({error.strerror})"
+        ) from error

@@ -1,5 +1,8 @@
 """Turn ``vastai show instances --raw`` JSON into inventory entries (YAML text to merge).
 
+The JSON comes from other people's instances: labels are data, emitted by PyYAML and never
+pasted into YAML text; every port is checked to be 1..65535 after any arithmetic.
+
 The endpoint is chosen as the vast.ai CLI's own ``ssh-url`` does: the direct public IP and
 its mapped port when ``ports["22/tcp"]`` exists, else the proxy ``ssh_host:ssh_port``, one
 port higher for jupyter launch modes. ``HostPort`` is a string; every field may be missing
@@ -13,6 +16,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+import yaml
 
 from forensics.core.errors import UsageError
 
@@ -82,7 +87,7 @@ def _host(row: dict[str, Any], taken: set[str]) -> VastHost | Skipped:
     proxy_host = _address(row.get("ssh_host"))
     proxy_port = _integer(row.get("ssh_port"))
     if proxy_port is not None and "jupyter" in (_text(row.get("image_runtype")) or ""):
-        proxy_port += 1
+        proxy_port = _integer(proxy_port + 1)  # jupyter's SSH is one port higher, if any
     proxy = f"{proxy_host}:{proxy_port}" if proxy_host and proxy_port else None
     direct_host = _address(row.get("public_ipaddr"))
     direct_port = _direct_port(row.get("ports"))
@@ -153,33 +158,61 @@ def _word(text: str | None, joiner: str) -> str | None:
     return re.sub(r"[\s/]+", joiner, text.strip()).strip(joiner) or None
 
 
-def to_yaml(hosts: list[VastHost], skipped: list[Skipped]) -> str:
-    """Inventory YAML for ``hosts``; names and tags are quoted JSON strings, which YAML reads
-    as plain double-quoted scalars, so no label can break the file.
+def to_yaml(hosts: list[VastHost]) -> str:
+    """Inventory YAML for ``hosts``, written by PyYAML's emitter: every label, address and
+    tag is a quoted scalar whatever it holds, so no label can add a key, a host or a
+    comment. The only text not emitted from data is the first comment, a count.
 
-    >>> print(to_yaml([VastHost("a", "ssh4.vast.ai", 31874, ("vast",))], []), end="")
+    >>> print(to_yaml([VastHost("a", "ssh4.vast.ai", 31874, ("vast",))]), end="")
     # 1 instance from `vastai show instances --raw`; paste under `hosts:` or a group's `hosts:`
     hosts:
-      - name: "a"
-        host: "ssh4.vast.ai"
-        port: 31874
-        user: root
-        tags: ["vast"]
+    - name: a
+      host: ssh4.vast.ai
+      port: 31874
+      user: root
+      tags:
+      - vast
+    >>> label = "x\\ndefaults:\\n  proxy_jump: root@attacker.example #"
+    >>> print(to_yaml([VastHost(label, "h", 22, ())]).splitlines()[2])
+    - name: "x\\ndefaults:\\n  proxy_jump: root@attacker.example #"
     """
     count = f"{len(hosts)} instance{'s' if len(hosts) != 1 else ''}"
-    lines = [
-        f"# {count} from `vastai show instances --raw`; paste under `hosts:` or a group's `hosts:`"
+    header = (
+        f"# {count} from `vastai show instances --raw`; "
+        "paste under `hosts:` or a group's `hosts:`\n"
+    )
+    entries = [
+        {
+            "name": host.name,
+            "host": host.host,
+            "port": host.port,
+            "user": "root",
+            "tags": list(host.tags),
+        }
+        for host in hosts
     ]
-    lines += [f"# skipped {item.instance}: {item.reason}" for item in skipped]
-    lines.append("hosts:" if hosts else "hosts: []")
-    for host in hosts:
-        if host.proxy:
-            lines.append(f"  # direct SSH; the vast.ai proxy endpoint is {host.proxy}")
-        lines += [
-            f"  - name: {json.dumps(host.name)}",
-            f"    host: {json.dumps(host.host)}",
-            f"    port: {host.port}",
-            "    user: root",
-            f"    tags: [{', '.join(json.dumps(tag) for tag in host.tags)}]",
-        ]
-    return "\n".join(lines) + "\n"
+    body = yaml.safe_dump(
+        {"hosts": entries},
+        sort_keys=False,
+        allow_unicode=False,
+        default_flow_style=False,
+        width=1 << 16,
+    )
+    return header + body
+
+
+def notes(hosts: list[VastHost], skipped: list[Skipped]) -> list[str]:
+    """What the operator should know beside the YAML (printed on stderr, not in the file).
+
+    >>> for note in notes([VastHost("a", "203.0.113.7", 40022, (), proxy="ssh4.vast.ai:31874")],
+    ...                   [Skipped("instance 79", "no SSH endpoint")]):
+    ...     print(note)
+    a: direct SSH; the vast.ai proxy endpoint is ssh4.vast.ai:31874
+    skipped instance 79: no SSH endpoint
+    """
+    said = [
+        f"{host.name}: direct SSH; the vast.ai proxy endpoint is {host.proxy}"
+        for host in hosts
+        if host.proxy
+    ]
+    return said + [f"skipped {item.instance}: {item.reason}" for item in skipped]

@@ -24,6 +24,7 @@ INFO = (Severity.info,)
 CRITICAL = (Severity.critical,)
 WARNING_OR_CRITICAL = (Severity.warning, Severity.critical)
 INFO_OR_WARNING = (Severity.info, Severity.warning)
+ANY = (Severity.info, Severity.warning, Severity.critical)
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,9 @@ _ENTRIES = (
         severities=WARNING,
         question="Did a process crash?",
         meaning="The kernel log shows a process killed by SIGSEGV (a segfault or general "
-        "protection fault). The kernel prints this only for a signal the process does not "
-        "handle, so it died there.",
+        "protection fault, in every wording from 3.10's 'general protection' on). The kernel "
+        "prints this only for a signal the process does not handle, so it died there. The "
+        "error code is quoted as the log prints it (hex) with what it means.",
         next_steps=(
             "Look for a core dump (coredumpctl list, or the core_pattern path).",
             "Read the process's own log up to that time.",
@@ -137,8 +139,8 @@ _ENTRIES = (
         severities=WARNING,
         question="Did a process crash?",
         meaning="The kernel log shows a process killed by a CPU trap other than a segfault "
-        "(SIGILL, SIGFPE): an illegal instruction (a binary built for another CPU) or a "
-        "division by zero.",
+        "(SIGILL, SIGFPE, SIGTRAP): an illegal instruction (a binary built for another CPU), "
+        "a division by zero, a breakpoint.",
         next_steps=(
             "Check the binary was built for this CPU (an AVX-512 build on an older CPU).",
             "Look for a core dump and the process's own log.",
@@ -162,7 +164,8 @@ _ENTRIES = (
         severities=WARNING_OR_CRITICAL,
         question="Is the hardware failing?",
         meaning="The kernel log shows machine check events: hardware errors the CPU reported "
-        "(memory, cache, bus). Critical when uncorrected, warning when corrected.",
+        "(memory, cache, bus; EDAC memory errors). Critical when uncorrected, warning when "
+        "corrected. PCIe device errors are kernel.pcie_aer, not this.",
         next_steps=(
             "Decode them with rasdaemon (ras-mc-ctl --errors) or mcelog.",
             "Repeated errors on one DIMM or CPU: plan a replacement with the provider.",
@@ -170,12 +173,109 @@ _ENTRIES = (
         raised_by="forensics.probes.kernel_log_rules",
     ),
     FindingKind(
+        id="kernel.oops",
+        severities=CRITICAL,
+        question="Did the kernel itself crash?",
+        meaning="The kernel faulted (NULL pointer dereference, bad paging request, general "
+        "protection fault or invalid opcode in kernel mode, a BUG() assertion). The task it "
+        "ran was killed and the kernel may be unstable until the next reboot; the finding "
+        "names the task and the module it was in (nvidia, nvidia_uvm, a filesystem) when the "
+        "log does.",
+        next_steps=(
+            "Read the whole oops and its call trace in the kernel log.",
+            "Reboot the node soon; update the module named, or report the trace to its maintainer.",
+        ),
+        raised_by="forensics.probes.kernel_log_rules",
+    ),
+    FindingKind(
+        id="kernel.bug",
+        severities=WARNING,
+        question="Did the kernel itself crash?",
+        meaning="The kernel logged a BUG: report other than an oops or a lockup (scheduling "
+        "while atomic, sleeping in atomic context, bad page state, workqueue lockup, KASAN): "
+        "it caught itself breaking its own rules, which often precedes hangs and crashes.",
+        next_steps=(
+            "Read the report and the trace after it in the kernel log.",
+            "Update the kernel or the module the trace names.",
+        ),
+        raised_by="forensics.probes.kernel_log_rules",
+    ),
+    FindingKind(
+        id="kernel.panic",
+        severities=CRITICAL,
+        question="Did the kernel itself crash?",
+        meaning="The kernel panicked ('Kernel panic - not syncing: REASON'): everything on "
+        "the host died then. Usually read from the previous boot's journal, or a log file's "
+        "lines from before the last boot; the reason says why (an oops, a hard lockup, "
+        "panic_on_oom).",
+        next_steps=(
+            "Read the lines before the panic.",
+            "Keep the next crash: configure kdump or pstore.",
+        ),
+        raised_by="forensics.probes.kernel_log_rules",
+    ),
+    FindingKind(
+        id="kernel.soft_lockup",
+        severities=WARNING,
+        question="Is something stuck in the kernel?",
+        meaning="A CPU ran kernel code without scheduling for 20 s or more ('BUG: soft lockup "
+        "- CPU#N stuck for Ns! [NAME:PID]'): a driver looping in the kernel, or a hypervisor "
+        "stealing the CPU. One finding per task, with the longest time.",
+        next_steps=(
+            "Read the stack trace after the line: its top frames name the code that looped.",
+            "On a VM, check the host for CPU steal; otherwise update the driver named.",
+        ),
+        raised_by="forensics.probes.kernel_log_rules",
+    ),
+    FindingKind(
+        id="kernel.hard_lockup",
+        severities=CRITICAL,
+        question="Is something stuck in the kernel?",
+        meaning="A CPU stopped taking interrupts ('Watchdog detected hard LOCKUP on cpu N'); "
+        "the kernel usually panics after it.",
+        next_steps=(
+            "Read the trace after the line.",
+            "Check firmware and the BMC's event log; hardware ticket if it recurs.",
+        ),
+        raised_by="forensics.probes.kernel_log_rules",
+    ),
+    FindingKind(
+        id="kernel.rcu_stall",
+        severities=WARNING,
+        question="Is something stuck in the kernel?",
+        meaning="RCU reported stalled CPUs or tasks ('rcu_sched/rcu_preempt detected stalls'): "
+        "a CPU stuck in the kernel or starved by a hypervisor; the host may be slow or about "
+        "to hang.",
+        next_steps=(
+            "Read the stall report: it names the CPUs and tasks.",
+            "Look for soft lockups and hung tasks at the same time.",
+        ),
+        raised_by="forensics.probes.kernel_log_rules",
+    ),
+    FindingKind(
+        id="kernel.pcie_aer",
+        severities=ANY,
+        question="Is the hardware failing?",
+        meaning="A PCIe device reported bus errors (AER, or firmware-first APEI records): its "
+        "link or the device, not the CPU or memory. One finding per device, named by bus id "
+        "(and lspci's words when the host has lspci). Critical when fatal, warning when "
+        "uncorrected, info when corrected.",
+        next_steps=(
+            "`lspci -s BUS_ID -vv` as root: the link's AER status and speed.",
+            "Reseat or move the device; check its firmware (a GPU: nvidia-smi -q; an NVMe "
+            "drive: nvme smart-log).",
+        ),
+        raised_by="forensics.probes.kernel_log_rules",
+    ),
+    FindingKind(
         id="gpu.xid",
-        severities=WARNING_OR_CRITICAL,
+        severities=ANY,
         question="What went wrong with the GPU?",
         meaning="The NVIDIA driver reported an Xid error in the kernel log: one finding per "
         "GPU and code, with the code's meaning, who usually owns it (application, driver, "
-        "hardware, firmware) and its severity from forensics/kernel/xid.py.",
+        "hardware, thermal/power, a follow-up of another Xid) and NVIDIA's action, from the "
+        "whole published catalogue in forensics/kernel/xid_catalog.py. When the driver "
+        "rate-limited its lines for that GPU, the count is a lower bound.",
         next_steps=(
             "Follow the code's own next step (in the finding).",
             "Reset or drain the GPU for hardware and firmware codes; fix the application "
@@ -193,6 +293,47 @@ _ENTRIES = (
         next_steps=(
             "Run `timeout 20 nvidia-smi` on the host and read its message.",
             "A lost GPU needs a reset or a reboot; a version mismatch needs the driver reloaded.",
+        ),
+        raised_by="forensics.judge.rules.gpu_errors",
+    ),
+    FindingKind(
+        id="gpu.fallen_off_bus",
+        severities=CRITICAL,
+        question="What went wrong with the GPU?",
+        meaning="The NVIDIA driver says a GPU has fallen off the bus and is not responding, "
+        "with no Xid 79 for it (at driver load, or when it found the GPU gone): the GPU is "
+        "lost until the node reboots. Named by bus id, with lspci's words when available.",
+        next_steps=(
+            "Drain the node and reboot it; hardware ticket if it recurs.",
+            "`lspci -s BUS_ID -vv` (rev ff: gone from the bus); the BMC's event log.",
+        ),
+        raised_by="forensics.judge.rules.gpu_errors",
+    ),
+    FindingKind(
+        id="gpu.init_failed",
+        severities=CRITICAL,
+        question="What went wrong with the GPU?",
+        meaning="The NVIDIA driver could not initialise a GPU ('RmInitAdapter failed! "
+        "(0x..:0x..:N)', 'rm_init_adapter failed'): the GPU is unusable until the host is "
+        "fixed (a reset or power cycle, a matching driver and firmware, enough PCIe address "
+        "space in a VM, or a replacement).",
+        next_steps=(
+            "Read the NVRM lines just before it in the kernel log.",
+            "Reset the GPU or power-cycle the node; check the driver version against the "
+            "installed packages.",
+        ),
+        raised_by="forensics.judge.rules.gpu_errors",
+    ),
+    FindingKind(
+        id="gpu.sxid",
+        severities=WARNING_OR_CRITICAL,
+        question="What went wrong with the GPU?",
+        meaning="An NVSwitch reported an error (SXid), one finding per switch and code. A "
+        "fatal SXid takes the switch's links down: the GPUs lose their NVLink peers until "
+        "the fabric is reset.",
+        next_steps=(
+            "Read the Fabric Manager log and `nvidia-smi nvlink -s`.",
+            "Fatal: drain the node and reset the fabric (reboot).",
         ),
         raised_by="forensics.judge.rules.gpu_errors",
     ),
@@ -429,9 +570,11 @@ _ENTRIES = (
         severities=WARNING_OR_CRITICAL,
         question="Does a wrapper script swallow the exit status?",
         meaning="A shell script running on the host loses the exit status it acts on "
-        "(`if ! daemon | tee log` then `$?`, a pipeline into tee without pipefail, `$?` "
-        "read too late, `daemon || true`, ...): it reports success for every crash. "
-        "Critical when it is a zombie's parent or runs the focus process.",
+        "(`if ! daemon | tee log` then `$?`, a pipeline into tee without pipefail on some "
+        "path that reaches it, `$?` read too late, `daemon || true`, a retry loop deciding on "
+        "such a value, ...): it reports success for every crash. One place per lost status; "
+        "functions are judged with their callers' options. Critical when it is a zombie's "
+        "parent or runs the focus process.",
         next_steps=(
             "Fix a copy and check it: forensics lint-script FILE",
             "Until then trust the daemon's own log and exit status, not the wrapper's.",
@@ -443,7 +586,8 @@ _ENTRIES = (
         severities=INFO,
         question="What else is wrong with the script's error handling?",
         meaning="ShellCheck's error-handling notes (SC2181, SC2319, ...), unusual files "
-        "(CRLF endings, not UTF-8), or a script that could not be read or checked.",
+        "(CRLF endings, not UTF-8), or a script that could not be read. ShellCheck itself "
+        "missing, failing or timing out is a fact, not this finding.",
         next_steps=("Review locally: forensics lint-script FILE",),
         raised_by="forensics.probes.scripts",
     ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from forensics.core.facts import Facts
 from forensics.core.models import (
@@ -15,6 +15,7 @@ from forensics.core.models import (
     Severity,
     Target,
 )
+from forensics.core.redaction import redact_value
 from forensics.core.timeline_event import TimelineEvent
 
 SCHEMA_VERSION = 1
@@ -38,6 +39,17 @@ class HostReport(BaseModel):
     timeline: list[TimelineEvent] = Field(
         default_factory=list, description="Everything dated, oldest first, UTC."
     )
+
+    @model_validator(mode="after")
+    def _host_text_redacted(self) -> HostReport:
+        """Whatever the host said reaches a report, JSON, history or a pack redacted,
+        however the report was made (analysis, a saved report.json, a sweep's row)."""
+        for name in ("status_reason", "facts", "findings", "timeline"):
+            current = getattr(self, name)
+            cleaned = redact_value(current)
+            if cleaned is not current:
+                setattr(self, name, cleaned)
+        return self
 
     @property
     def worst(self) -> Severity | None:

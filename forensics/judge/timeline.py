@@ -22,11 +22,16 @@ from datetime import datetime, timedelta
 from forensics.core.facts import Facts
 from forensics.core.timeline_event import (
     COLLECTION,
+    GPU_INIT_FAILED,
+    GPU_LOST,
     HUNG_TASK,
+    KERNEL_CRASH,
     MACHINE_CHECK,
     OOM_KILL,
+    PCIE_ERROR,
     PROCESS_START,
     SEGFAULT,
+    SXID,
     TRAP,
     XID,
     TimelineEvent,
@@ -145,7 +150,8 @@ def _focus_line_starts(facts: Facts) -> list[TimelineEvent]:
 
 
 def kernel_events(facts: Facts) -> list[TimelineEvent]:
-    """OOM kills, CPU faults, Xid errors, hung tasks and machine checks of the kernel log."""
+    """OOM kills, CPU faults, Xid errors, hung tasks, kernel crashes and lockups, machine
+    checks, PCIe errors, lost or uninitialised GPUs and NVSwitch errors of the kernel log."""
     log = facts.of(KernelLogFacts)
     if log is None:
         return []
@@ -184,6 +190,29 @@ def kernel_events(facts: Facts) -> list[TimelineEvent]:
     for check in log.machine_checks:
         moment = at(check.monotonic_s, check.time)
         found.append((MACHINE_CHECK, moment, check.evidence.first_line, check.message, None))
+    for crash in log.crashes:
+        text = f"kernel {crash.kind.replace('_', ' ')} ({crash.detail})"
+        if crash.name:
+            text += f", task {crash.name} (pid {crash.pid})"
+        moment = at(crash.monotonic_s, crash.time)
+        found.append((KERNEL_CRASH, moment, crash.evidence[0].first_line, text, crash.pid))
+    for error in log.pcie_errors:
+        text = f"PCIe device {error.device} reported a {error.severity} bus error"
+        moment = at(error.monotonic_s, error.time)
+        found.append((PCIE_ERROR, moment, error.evidence[0].first_line, text, None))
+    for event in log.gpu_driver_events:
+        if event.kind == "rate_limited":
+            continue
+        kind = GPU_LOST if event.kind == "fallen_off_bus" else GPU_INIT_FAILED
+        what = "fell off the bus" if kind == GPU_LOST else "could not be initialised"
+        text = f"GPU {event.bus_id or '(bus id not printed)'} {what}"
+        moment = at(event.monotonic_s, event.time)
+        found.append((kind, moment, event.evidence[-1].first_line, text, None))
+    for sxid in log.sxids:
+        level = "fatal " if sxid.fatal else ""
+        text = f"NVSwitch {sxid.switch} ({sxid.pci}) reported {level}SXid {sxid.code}"
+        moment = at(sxid.monotonic_s, sxid.time)
+        found.append((SXID, moment, sxid.evidence[0].first_line, text, None))
     events = [
         TimelineEvent(
             time=moment,

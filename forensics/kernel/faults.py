@@ -8,8 +8,11 @@ As x86 prints them (6.18 on the test VM; older kernels lack the file offset and 
     traps: gpf[15760] general protection fault ip:555d112101dc sp:7fff27f6d160 error:0 in
         crash[11dc,555d11210000+1000]
     traps: ud2[15761] trap invalid opcode ip:55a36046c202 sp:7fffe3556a40 error:0 in ...
+    traps: java[31337] general protection ip:7f3a9c2b1d40 sp:7f3a1b7fd9a0 error:0 in ...
 
-A name may hold ``[``, ``:`` or spaces (``ray::IDLE``), so it is everything before the last
+(the last is how 3.x and early 4.x word a general protection fault). The error codes are
+hex: ``error 14`` is 0x14, a user-mode instruction fetch from an unmapped address. A name
+may hold ``[``, ``:`` or spaces (``ray::IDLE``), so it is everything before the last
 ``[PID]`` that precedes the fault words.
 """
 
@@ -30,8 +33,8 @@ _SEGFAULT = re.compile(
     r"(?: in (?P<where>[^\[\s]+)\[)?"
 )
 _TRAP = re.compile(
-    r"^(?:traps: )?(?P<name>.+)\[(?P<pid>\d+)\] (?P<kind>general protection fault|"
-    r"trap [a-z0-9 ]+?) ip:(?P<ip>[0-9a-fA-F]+) sp:(?P<sp>[0-9a-fA-F]+) "
+    r"^(?:traps: )?(?P<name>.+)\[(?P<pid>\d+)\] (?P<kind>general protection(?: fault)?|"
+    r"trap [a-zA-Z0-9 ]+?) ip:(?P<ip>[0-9a-fA-F]+) sp:(?P<sp>[0-9a-fA-F]+) "
     r"error:(?P<error>[0-9a-fA-F]+)(?: in (?P<where>[^\[\s]+)\[)?"
 )
 _SIGNALS = {
@@ -39,6 +42,11 @@ _SIGNALS = {
     "general protection fault": "SIGSEGV",
     "invalid opcode": "SIGILL",
     "divide error": "SIGFPE",
+    "int3": "SIGTRAP",
+    "overflow": "SIGSEGV",
+    "bounds": "SIGSEGV",
+    "stack segment": "SIGBUS",
+    "alignment check": "SIGBUS",
 }
 
 
@@ -52,9 +60,11 @@ class UserFault(BaseModel):
     address: str | None = Field(default=None, description="Faulting address (segfaults).")
     ip: str
     error: int = Field(description="The fault's error code (x86 page-fault bits for segfaults).")
+    error_text: str = Field(description="The error code as the log prints it (hex digits).")
     where: str | None = Field(default=None, description="The file the ip was in, if any.")
     monotonic_s: float | None = None
     time: datetime | None = None
+    previous_boot: bool = False
     evidence: EvidenceRef
 
 
@@ -79,9 +89,11 @@ def find_faults(lines: Sequence[KernelLine], section: str) -> list[UserFault]:
         if "segfault at " in message:
             match = _SEGFAULT.match(message)
             kind = "segfault"
-        elif "] general protection fault ip:" in message or "] trap " in message:
+        elif "] general protection " in message or "] trap " in message:
             match = _TRAP.match(message)
             kind = match.group("kind").removeprefix("trap ") if match else ""
+            if kind == "general protection":
+                kind = "general protection fault"
         else:
             continue
         if match is None:
@@ -95,9 +107,11 @@ def find_faults(lines: Sequence[KernelLine], section: str) -> list[UserFault]:
                 address=match.groupdict().get("address"),
                 ip=match.group("ip"),
                 error=int(match.group("error"), 16),
+                error_text=match.group("error"),
                 where=match.group("where"),
                 monotonic_s=line.monotonic_s,
                 time=line.time,
+                previous_boot=line.previous_boot,
                 evidence=line.evidence(section),
             )
         )

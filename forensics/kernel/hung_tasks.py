@@ -29,6 +29,7 @@ class HungTask(BaseModel):
     blocked_s: int
     monotonic_s: float | None = None
     time: datetime | None = None
+    previous_boot: bool = False
     evidence: EvidenceRef
 
 
@@ -55,6 +56,7 @@ def find_hung_tasks(lines: Sequence[KernelLine], section: str) -> list[HungTask]
                 blocked_s=int(match.group("seconds")),
                 monotonic_s=line.monotonic_s,
                 time=line.time,
+                previous_boot=line.previous_boot,
                 evidence=line.evidence(section),
             )
         )

@@ -8,17 +8,24 @@ The sources the ``kernel_log`` section reads print, for instance::
     May 15 23:09:27 gpu-a kernel: [  514.682838] Memory cgroup ...        kern.log (Debian)
     Dec 11 10:48:09 node7 kernel: thrash invoked oom-killer: ...          messages (RHEL)
     2026-04-09T21:13:46.839225+00:00 lab-01 kernel: ...                   rsyslog, RFC 3339
+    May 15 23:09:27.050705 gpu-a kernel: ...                              journalctl short-precise
+    2026-05-15T23:09:27+0200 gpu-a kernel: ...                            journalctl short-iso
+    Fri 2026-05-15 23:09:27 CEST gpu-a kernel: ...                        journalctl short-full
+    [Fri May 15 23:09:27 2026] Memory cgroup ...                          dmesg -T
+    2026-05-15T23:09:27,050705+02:00 Memory cgroup ...                    dmesg --time-format iso
 
 A line without a stamp continues the record before it (memcg stats before 6.5 were one
 multi-line record) and takes that record's time. Monotonic stamps become wall-clock times
-through the boot time; syslog stamps carry no year and, in the traditional form, no zone, so
-both come from the host's clock and UTC offset read in the same section.
+through the boot time. A stamp that names its zone (RFC 3339, ISO, ``UTC``) is read in it;
+the others (traditional syslog, ``dmesg -T``, a zone abbreviation other than UTC) are in the
+host's local time, whose UTC offset the section reads; traditional syslog stamps carry no
+year either, which comes from the host's clock.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone
 
 from forensics.core.evidence import cite
@@ -35,12 +42,21 @@ _MONOTONIC = re.compile(r"^\[\s*(\d{1,10})\.(\d{1,9})\](?:\s*\[\s*[TC]\d+\])?\s?
 _JOURNAL_HOST = re.compile(r"^\S+ kernel: ")
 _SYSLOG = re.compile(
     r"^(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
-    r"(?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d) \S+ kernel: ?"
+    r"(?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)(?:\.(?P<fraction>\d{1,9}))? \S+ kernel: ?"
 )
 _RFC3339 = re.compile(
-    r"^(?P<stamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?)(?P<zone>Z|[+-]\d\d:?\d\d) "
-    r"\S+ kernel: ?"
+    r"^(?P<stamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)(?P<zone>Z|[+-]\d\d:?\d\d) "
+    r"(?:\S+ kernel: ?)?"
 )
+_SHORT_FULL = re.compile(
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?) "
+    r"(?P<zone>[A-Za-z][A-Za-z0-9+-]{0,9}) \S+ kernel: ?"
+)
+_CTIME = re.compile(
+    r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r" +(?P<day>\d{1,2}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d) (?P<year>\d{4})\] ?"
+)
+_UTC_NAMES = ("UTC", "GMT", "Z", "UCT")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -82,8 +98,12 @@ class KernelLine:
         return cite(section, self.number, self.text[:EXCERPT_CHARS])
 
 
-def read_lines(text: str, first_number: int, clock: Clock) -> list[KernelLine]:
+def read_lines(
+    text: str, first_number: int, clock: Clock, previous_boot: bool = False
+) -> list[KernelLine]:
     """Split ``text`` into stamped lines; ``first_number`` is the section line of the first.
+    ``previous_boot``: the lines are of an earlier boot (``journalctl -b -1``), whatever
+    their stamps say; seconds since boot are that boot's, so only wall-clock stamps count.
 
     >>> from datetime import datetime, UTC
     >>> clock = Clock(boot_time=datetime(2026, 5, 15, 23, 0, tzinfo=UTC), uptime_s=3600.0,
@@ -106,6 +126,9 @@ def read_lines(text: str, first_number: int, clock: Clock) -> list[KernelLine]:
         raws.pop()
     for offset, raw in enumerate(raws):
         line = _read_line(first_number + offset, raw, clock, previous)
+        if previous_boot and not line.previous_boot:
+            wall = None if line.stamped and _MONOTONIC.match(line.text) else line.time
+            line = replace(line, monotonic_s=None, time=wall, previous_boot=True)
         result.append(line)
         if line.stamped:
             previous = line
@@ -154,18 +177,56 @@ def _seconds(whole: str, fraction: str) -> float:
 
 
 def _syslog_time(raw: str, clock: Clock) -> tuple[datetime | None, str] | None:
+    """The wall-clock stamp in front of ``raw`` (None when unreadable) and the rest."""
     match = _RFC3339.match(raw)
     if match:
-        zone = match.group("zone").replace("Z", "+00:00")
-        try:
-            wall = datetime.fromisoformat(match.group("stamp")[:26] + zone).astimezone(UTC)
-        except ValueError:
-            wall = None
-        return wall, raw[match.end() :]
+        return _zoned(match.group("stamp").replace(",", "."), match.group("zone")), raw[
+            match.end() :
+        ]
     match = _SYSLOG.match(raw)
     if match:
         return _traditional(match, clock), raw[match.end() :]
+    match = _SHORT_FULL.match(raw)
+    if match:
+        zone = match.group("zone")
+        stamp = match.group("stamp").replace(" ", "T")
+        if zone.upper() in _UTC_NAMES:
+            return _zoned(stamp, "+00:00"), raw[match.end() :]
+        return _local(stamp, clock), raw[match.end() :]
+    match = _CTIME.match(raw)
+    if match:
+        month = _MONTHS.index(match.group("month")) + 1
+        stamp = (
+            f"{match.group('year')}-{month:02d}-{int(match.group('day')):02d}T"
+            f"{match.group('h')}:{match.group('m')}:{match.group('s')}"
+        )
+        return _local(stamp, clock), raw[match.end() :]
     return None
+
+
+def _zoned(stamp: str, zone: str) -> datetime | None:
+    """``2026-05-15T23:09:27.050705`` in ``+0200``/``+02:00``/``Z``, as UTC."""
+    zone = "+00:00" if zone == "Z" else zone
+    if len(zone) == 5:
+        zone = f"{zone[:3]}:{zone[3:]}"
+    whole, _, fraction = stamp.partition(".")
+    if fraction:
+        whole += "." + fraction[:6].ljust(6, "0")
+    try:
+        return datetime.fromisoformat(whole + zone).astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _local(stamp: str, clock: Clock) -> datetime | None:
+    """A stamp in the host's local time, as UTC (None when the host's offset is unknown)."""
+    if clock.utc_offset is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp)
+        return (moment - clock.utc_offset).replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _traditional(match: re.Match[str], clock: Clock) -> datetime | None:
@@ -192,8 +253,12 @@ def _traditional(match: re.Match[str], clock: Clock) -> datetime | None:
         except ValueError:
             continue
         if stamp <= local_now + timedelta(days=1):
+            fraction = match.group("fraction")
             try:
-                return stamp.astimezone(UTC)
+                micro = (
+                    timedelta(microseconds=int(fraction[:6].ljust(6, "0"))) if fraction else None
+                )
+                return stamp.astimezone(UTC) + (micro or timedelta(0))
             except OverflowError:
                 return None
     return None

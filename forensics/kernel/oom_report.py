@@ -15,9 +15,15 @@ and before 5.1, a scored task and the task really killed, which may be its child
     Out of memory: Kill process 23051 (java) score 912 or sacrifice child
     Killed process 23077 (java) total-vm:18213044kB, anon-rss:14120188kB, file-rss:2024kB
 
+RHEL 7 puts the UID after the name: ``Killed process 18177 (palo_be), UID 0, total-vm:…``.
+
 Kills are counted from the ``Killed process`` lines only: the header, the memcg block and
 the ``oom-kill:`` line are rate-limited (``oom_kill_process: 43 callbacks suppressed``) and
-only enrich the kill that follows them.
+only enrich the kill that follows them, and only when nothing separates them: the kernel
+prints one event's lines within milliseconds, so a report whose last line is more than
+``REPORT_SPAN_S`` older than the kill, a rate-limit line in between, or an ``oom-kill:``
+line naming another PID belong to another event whose own kill line is missing. Such a
+kill says its report is ``unpaired``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,11 @@ from forensics.core.models import EvidenceRef
 from forensics.kernel.lines import KernelLine
 
 Scope = Literal["memory_cgroup", "system", "cpuset", "memory_policy", "unknown"]
+Pairing = Literal["paired", "unpaired", "none"]
+
+REPORT_SPAN_S = 10.0
+"""Most seconds between an OOM report's last line and its kill (printed within milliseconds;
+the slack absorbs a slow console and whole-second syslog stamps)."""
 
 
 _PREFIX = (
@@ -56,6 +67,7 @@ _MEMCG_USAGE = re.compile(r"^memory: usage (?P<usage>\d+)kB, limit (?P<limit>\d+
 _REAPED = re.compile(r"^oom_reaper: reaped process (?P<pid>\d+) \(")
 _SUPPRESSED = re.compile(r"^(?P<function>\S+): (?P<count>\d+) callbacks suppressed")
 _FIGURE = re.compile(r"(?P<key>[A-Za-z_-]+):(?P<value>-?\d+)(?:kB)?")
+_UID_WORD = re.compile(r"(?:^|, )UID (?P<uid>\d+)(?:,|$)")
 _CONTEXT_KEY = re.compile(r"(?:^|,)(constraint|nodemask|cpuset|mems_allowed|oom_memcg|task_memcg)=")
 _CONTEXT_TAIL = re.compile(r",pid=\s*(?P<pid>\d+),uid=\s*(?P<uid>\d+)\s*$")
 _KEYWORDS = (
@@ -101,6 +113,11 @@ class OomKill(BaseModel):
     memcg_usage_kb: int | None = None
     memcg_limit_kb: int | None = None
     reaped: bool = Field(default=False, description="oom_reaper freed its memory.")
+    report: Pairing = Field(
+        default="none",
+        description="paired: the report lines before it are its own; unpaired: a report was "
+        "there but another event's (separated in time or by a rate limit); none: no report.",
+    )
     monotonic_s: float | None = Field(default=None, description="Seconds since boot.")
     time: datetime | None = Field(default=None, description="UTC, from the boot time.")
     previous_boot: bool = False
@@ -139,6 +156,28 @@ class _Report:
     context_uid: int | None = None
     scored: re.Match[str] | None = None
     scored_ref: EvidenceRef | None = None
+    last_monotonic_s: float | None = None
+    last_time: datetime | None = None
+    separated: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.evidence and self.scored is None
+
+    def seen(self, line: KernelLine) -> None:
+        self.last_monotonic_s, self.last_time = line.monotonic_s, line.time
+
+    def belongs_to(self, line: KernelLine, pid: int) -> bool:
+        """Nothing separates this report from the kill on ``line`` of ``pid``."""
+        if self.context is not None:
+            return self.context_pid == pid
+        if self.separated:
+            return False
+        if self.last_monotonic_s is not None and line.monotonic_s is not None:
+            return line.monotonic_s - self.last_monotonic_s <= REPORT_SPAN_S
+        if self.last_time is not None and line.time is not None:
+            return (line.time - self.last_time).total_seconds() <= REPORT_SPAN_S
+        return True
 
 
 def find_oom_kills(lines: Sequence[KernelLine], section: str) -> OomScan:
@@ -180,12 +219,14 @@ def find_oom_kills(lines: Sequence[KernelLine], section: str) -> OomScan:
         elif "invoked oom-killer:" in message:
             report = _Report()
             _read_header(report, message, ref)
+            report.seen(line)
         elif "callbacks suppressed" in message:
-            _read_suppressed(scan, message, ref)
+            if _read_suppressed(scan, message, ref):
+                report.separated = True
         elif message.startswith("oom_reaper: reaped process"):
             _read_reaper(by_pid, message, ref)
-        else:
-            _read_report_line(report, message, ref)
+        elif _read_report_line(report, message, ref):
+            report.seen(line)
     return scan
 
 
@@ -200,14 +241,16 @@ def _read_header(report: _Report, message: str, ref: EvidenceRef) -> None:
     report.evidence.append(ref)
 
 
-def _read_suppressed(scan: OomScan, message: str, ref: EvidenceRef) -> None:
+def _read_suppressed(scan: OomScan, message: str, ref: EvidenceRef) -> bool:
     match = _SUPPRESSED.match(message)
     if not match:
-        return
+        return False
     function = match.group("function")
     if "oom" in function or function in ("dump_header", "out_of_memory"):
         scan.callbacks_suppressed += int(match.group("count"))
         scan.suppressed_evidence.append(ref)
+        return True
+    return False
 
 
 def _read_reaper(by_pid: dict[int, OomKill], message: str, ref: EvidenceRef) -> None:
@@ -218,10 +261,11 @@ def _read_reaper(by_pid: dict[int, OomKill], message: str, ref: EvidenceRef) -> 
         kill.evidence.append(ref)
 
 
-def _read_report_line(report: _Report, message: str, ref: EvidenceRef) -> None:
+def _read_report_line(report: _Report, message: str, ref: EvidenceRef) -> bool:
+    """Read one line of a report; True when it was one."""
     if message.startswith("oom-kill:"):
-        _read_context(report, message[len("oom-kill:") :], ref)
-    elif (scored := _SCORED.search(message)) is not None:
+        return _read_context(report, message[len("oom-kill:") :], ref)
+    if (scored := _SCORED.search(message)) is not None:
         report.scored, report.scored_ref = scored, ref
     elif (task_in := _TASK_IN.match(message)) is not None:
         report.task_memcg, report.oom_memcg = task_in.group("task"), task_in.group("oom")
@@ -235,20 +279,23 @@ def _read_report_line(report: _Report, message: str, ref: EvidenceRef) -> None:
         report.evidence.append(ref)
     elif report.invoked_by and _CPUSET.match(message):
         report.evidence.append(ref)
+    else:
+        return False
+    return True
 
 
-def _read_context(report: _Report, body: str, ref: EvidenceRef) -> None:
+def _read_context(report: _Report, body: str, ref: EvidenceRef) -> bool:
     """``constraint=…,nodemask=…,cpuset=…,mems_allowed=0-1,3,oom_memcg=…,task_memcg=…,
     task=NAME,pid=N,uid=N``: values may hold commas (node lists) and the name may too, so
     the tail is taken from the right and the keys are found by name."""
     tail = _CONTEXT_TAIL.search(body)
     if not tail:
-        return
+        return False
     body = body[: tail.start()]
     start = body.find(",task_memcg=")
     task_at = body.find(",task=", max(start, 0))
     if task_at < 0:
-        return
+        return False
     keyed = body[:task_at]
     values: dict[str, str] = {}
     keys = list(_CONTEXT_KEY.finditer(keyed))
@@ -260,10 +307,14 @@ def _read_context(report: _Report, body: str, ref: EvidenceRef) -> None:
     report.context_pid = int(tail.group("pid"))
     report.context_uid = int(tail.group("uid"))
     report.evidence.append(ref)
+    return True
 
 
 def _kill(killed: re.Match[str], line: KernelLine, report: _Report, ref: EvidenceRef) -> OomKill:
     pid = int(killed.group("pid"))
+    pairing: Pairing = "none" if report.empty else "paired"
+    if pairing == "paired" and not report.belongs_to(line, pid):
+        pairing, report = "unpaired", _Report()
     kill = OomKill(
         pid=pid,
         name=killed.group("name"),
@@ -271,6 +322,7 @@ def _kill(killed: re.Match[str], line: KernelLine, report: _Report, ref: Evidenc
         monotonic_s=line.monotonic_s,
         time=line.time,
         previous_boot=line.previous_boot,
+        report=pairing,
         killed_line=line.number,
         invoked_by=report.invoked_by,
         gfp_mask=report.gfp_mask,
@@ -307,6 +359,8 @@ def _read_figures(kill: OomKill, rest: str) -> None:
     kill.shmem_rss_kb = figures.get("shmem-rss")
     kill.oom_score_adj = figures.get("oom_score_adj")
     kill.uid = figures.get("UID", kill.uid)
+    if kill.uid is None and (word := _UID_WORD.search(rest)) is not None:
+        kill.uid = int(word.group("uid"))
     pgtables = figures.get("pgtables")
     # Early 5.4.x printed pgtables in bytes with a kB suffix; page tables never outgrow
     # the address space they map, so a larger figure can only be bytes.

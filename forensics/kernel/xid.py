@@ -10,7 +10,8 @@ The driver (open-gpu-kernel-modules ``kernel_rc.c``) prints::
 
 and once per GPU ``NVRM: GPU at PCI:0000:3b:00: GPU-5a1c0e7e-...``. The PCI id has no
 function number; ``bus_id`` gives the form nvidia-smi prints (``00000000:3B:00.0``). The
-``pid=`` is a host PID. Meanings follow NVIDIA's Xid catalog and ``nverror.h``.
+``pid=`` is a host PID. Meanings, owners and actions come from NVIDIA's Xid catalogue
+(``xid_catalog.py``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal, cast
 
 from pydantic import BaseModel, Field
 
 from forensics.core.models import EvidenceRef, Severity
 from forensics.core.numbers import parse_int
 from forensics.kernel.lines import KernelLine
+from forensics.kernel.xid_catalog import XID_CATALOG
 
 _XID = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.\d)?)"
@@ -37,104 +40,116 @@ _GPU_AT = re.compile(
 )
 
 
+Owner = Literal[
+    "application", "driver", "hardware", "thermal_power", "follow_up", "informational", "unknown"
+]
+
+OWNER_WORDS: dict[str, str] = {
+    "application": "the application (a bug or an illegal memory access in the CUDA job)",
+    "driver": "the driver or the GPU's firmware",
+    "hardware": "the GPU hardware or its board (memory, NVLink, PCIe, power delivery)",
+    "thermal_power": "the board's power or cooling",
+    "follow_up": "the Xid it follows up on (read the one before it)",
+    "informational": "nothing: it is an information or test message",
+    "unknown": "unknown: NVIDIA marks this code unused on current GPUs",
+}
+
+# What to do, per NVIDIA's resolution bucket (immediate action), in this tool's words.
+_BUCKET_STEPS: dict[str, str] = {
+    "RESTART_APP": (
+        "Restart the application that ran on this GPU (the pid/name above); if the same Xid "
+        "follows different jobs on this GPU, suspect the GPU."
+    ),
+    "RESET_GPU": (
+        "Drain the GPU and reset it (`nvidia-smi -r -i BUS_ID`), or reboot the node; if it "
+        "recurs, open a hardware ticket with this evidence."
+    ),
+    "RESTART_BM": (
+        "The GPU is gone until the node reboots: drain the node and reboot it; check power "
+        "and PCIe (`lspci -s BUS_ID -vv`, BMC logs); hardware ticket if it recurs."
+    ),
+    "RESTART_VM": "Restart the VM the GPU is passed through to.",
+    "IGNORE": "Nothing to do for this one alone; act if it repeats or other Xids follow.",
+    "CONTACT_SUPPORT": (
+        "Collect `nvidia-bug-report.sh` on the host and send it to NVIDIA or the provider."
+    ),
+    "CHECK_MECHANICALS": "Check the board's power cables and seating; reseat or replace.",
+    "UPDATE_SWFW": "Update the driver and GPU firmware to a matching, supported pair.",
+    "CHECK_UVM": "Check the nvidia-uvm module and the application's unified memory use.",
+    "WORKFLOW_XID_48": (
+        "Check `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`; reset the GPU to apply "
+        "pending retirements or remaps; RMA if it recurs."
+    ),
+    "WORKFLOW_XID_45": "Read the Xid before this one on the same GPU: it is the cause.",
+    "WORKFLOW_NVLINK_ERR": (
+        "Check `nvidia-smi nvlink -e -i BUS_ID` and `nvidia-smi -q`; reset the GPUs; hardware "
+        "ticket if it recurs."
+    ),
+    "WORKFLOW_NVLINK5_ERR": (
+        "Check `nvidia-smi nvlink -e -i BUS_ID`; reset the GPU if the link is down; hardware "
+        "ticket if it recurs."
+    ),
+    "XID_154": "Read the recovery action in the line (reset, reboot, drain) and do it.",
+}
+_CRITICAL_BUCKETS = ("RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_XID_48", "WORKFLOW_NVLINK")
+
+
 @dataclass(frozen=True)
 class XidCode:
-    """What an Xid code means, who usually owns it, and how bad it is."""
+    """What an Xid code means, who usually owns it, how bad it is, and what to do."""
 
     name: str
     meaning: str
-    owner: str
+    owner: Owner
     severity: Severity
     next_step: str
+    immediate: str = ""
+    """NVIDIA's immediate resolution bucket (RESTART_APP, RESET_GPU, ...)."""
+    investigatory: str = ""
 
-
-_APPLICATION = "the application (a bug or illegal memory access in the CUDA job)"
-_HARDWARE = "the GPU hardware or its board (power, PCIe, memory)"
-_FIRMWARE = "the driver or GPU firmware"
-_RESET = (
-    "Drain the node, then reset the GPU (`nvidia-smi -r -i BUS_ID`) or reboot; if it "
-    "recurs, open a hardware ticket with this evidence."
-)
-_APP_STEP = (
-    "Look at the application that ran on this GPU at that time (the pid/name above); "
-    "if the same Xid follows different jobs on this GPU, suspect the GPU."
-)
-
-XID_CODES: dict[int, XidCode] = {
-    13: XidCode("ROBUST_CHANNEL_GR_EXCEPTION", "graphics engine exception", _APPLICATION,
-                Severity.warning, _APP_STEP),
-    31: XidCode("ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT", "GPU memory page fault (MMU fault)",
-                _APPLICATION, Severity.warning, _APP_STEP),
-    43: XidCode("ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR", "GPU stopped processing",
-                _APPLICATION, Severity.warning, _APP_STEP),
-    45: XidCode("ROBUST_CHANNEL_PREEMPTIVE_REMOVAL",
-                "preemptive cleanup after an earlier error or a killed process",
-                "whatever caused the earlier Xid, or a process killed while using the GPU",
-                Severity.warning,
-                "Look at the Xid just before this one, and at processes killed at that time "
-                "(an OOM kill of a CUDA process leaves Xid 45)."),
-    48: XidCode("ROBUST_CHANNEL_GPU_ECC_DBE", "double-bit ECC memory error", _HARDWARE,
-                Severity.critical,
-                "Check `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`; reset the GPU; "
-                "RMA if it recurs."),
-    61: XidCode("PMU_BREAKPOINT", "internal micro-controller breakpoint or warning", _FIRMWARE,
-                Severity.warning, "Update the driver if it recurs; reset the GPU if it hangs."),
-    62: XidCode("PMU_HALT_ERROR", "internal micro-controller halted", _FIRMWARE,
-                Severity.critical, _RESET),
-    63: XidCode("INFOROM_PAGE_RETIREMENT_EVENT", "ECC page retirement or row remapping recorded",
-                _HARDWARE, Severity.warning,
-                "Check `nvidia-smi -q -d ROW_REMAPPER`: a pending remap needs a GPU reset."),
-    64: XidCode("INFOROM_PAGE_RETIREMENT_FAILURE",
-                "ECC page retirement or row remapping failed to record", _HARDWARE,
-                Severity.critical, _RESET),
-    68: XidCode("ROBUST_CHANNEL_NVDEC0_ERROR", "video decoder exception", _APPLICATION,
-                Severity.warning, _APP_STEP),
-    74: XidCode("NVLINK_ERROR", "NVLink error", "the NVLink interconnect or the GPU",
-                Severity.critical,
-                "Check `nvidia-smi nvlink -e` and `nvidia-smi -q`; reset the GPUs; hardware "
-                "ticket if it recurs."),
-    79: XidCode("ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", "GPU has fallen off the bus",
-                _HARDWARE, Severity.critical,
-                "The GPU is gone until the node reboots: drain it, reboot, and check power "
-                "and PCIe (`lspci`, BMC logs); hardware ticket if it recurs."),
-    92: XidCode("EXCESSIVE_SBE_INTERRUPTS", "high single-bit ECC error rate", _HARDWARE,
-                Severity.warning, "Watch `nvidia-smi -q -d ECC`; plan a replacement."),
-    94: XidCode("ROBUST_CHANNEL_CONTAINED_ERROR",
-                "contained ECC error: only the application that hit it must restart",
-                _HARDWARE, Severity.warning,
-                "Restart the affected application; check `nvidia-smi -q -d ROW_REMAPPER`."),
-    95: XidCode("ROBUST_CHANNEL_UNCONTAINED_ERROR",
-                "uncontained ECC error: all work on the GPU is affected", _HARDWARE,
-                Severity.critical, _RESET),
-    119: XidCode("GSP_RPC_TIMEOUT", "GSP firmware RPC timeout", _FIRMWARE, Severity.critical,
-                 _RESET + " Updating the driver often helps."),
-    120: XidCode("GSP_ERROR", "GSP firmware error", _FIRMWARE, Severity.critical,
-                 _RESET + " Updating the driver often helps."),
-    140: XidCode("UNRECOVERABLE_ECC_ERROR_ESCAPE", "unrecovered ECC error", _HARDWARE,
-                 Severity.critical, _RESET),
-    154: XidCode("GPU_RECOVERY_ACTION_CHANGED", "GPU recovery action changed",
-                 _FIRMWARE, Severity.warning,
-                 "Read the action in the line (reset, reboot, drain) and do it."),
-}  # fmt: skip
+    @property
+    def owner_words(self) -> str:
+        return OWNER_WORDS[self.owner]
 
 
 def describe(code: int) -> XidCode:
-    """The meaning of ``code``; codes missing from the table are a warning to look up.
+    """The meaning of ``code`` from NVIDIA's catalogue (``xid_catalog.py``).
 
-    >>> describe(79).meaning, describe(79).severity.value
-    ('GPU has fallen off the bus', 'critical')
-    >>> describe(999).name
-    'UNKNOWN'
+    >>> describe(79).meaning, describe(79).severity.value, describe(79).owner
+    ('GPU has fallen off the bus', 'critical', 'hardware')
+    >>> describe(32).meaning, describe(32).owner, describe(32).immediate
+    ('Invalid or corrupted push buffer stream', 'application', 'RESTART_APP')
+    >>> describe(999).name, describe(999).owner
+    ('UNKNOWN', 'unknown')
     """
-    return XID_CODES.get(
-        code,
-        XidCode(
+    row = XID_CATALOG.get(code)
+    if row is None:
+        return XidCode(
             "UNKNOWN",
-            f"Xid {code} (not in this tool's table)",
+            f"Xid {code} (not in NVIDIA's catalogue as this tool knows it, codes 1-172)",
             "unknown",
             Severity.warning,
             f"Look up Xid {code} in NVIDIA's catalog: https://docs.nvidia.com/deploy/xid-errors/",
-        ),
+        )
+    name, meaning, immediate, investigatory, owner = row
+    severity = (
+        Severity.critical
+        if immediate.startswith(_CRITICAL_BUCKETS)
+        else Severity.info
+        if owner == "informational"
+        else Severity.warning
+    )
+    step = _BUCKET_STEPS.get(immediate.split(" ")[0], _BUCKET_STEPS["CONTACT_SUPPORT"])
+    if owner == "unknown":
+        step = f"NVIDIA marks Xid {code} unused on current GPUs: {_BUCKET_STEPS['CONTACT_SUPPORT']}"
+    return XidCode(
+        name,
+        meaning,
+        cast(Owner, owner),
+        severity,
+        step,
+        immediate=immediate,
+        investigatory=investigatory,
     )
 
 
@@ -172,6 +187,7 @@ class XidEvent(BaseModel):
     detail: str = Field(description="The rest of the line, verbatim.")
     monotonic_s: float | None = None
     time: datetime | None = None
+    previous_boot: bool = False
     evidence: EvidenceRef
 
     @property
@@ -232,6 +248,7 @@ def find_xids(lines: Sequence[KernelLine], section: str) -> list[XidEvent]:
                 detail=(fields["detail"] or "").strip(),
                 monotonic_s=line.monotonic_s,
                 time=line.time,
+                previous_boot=line.previous_boot,
                 evidence=line.evidence(section),
             )
         )

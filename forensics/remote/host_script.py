@@ -23,6 +23,7 @@ preamble of ``name='value'`` lines (``assignments``); no text is substituted ins
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,11 +34,25 @@ from forensics.core.focus import host_octal
 from forensics.core.models import SectionResult, SectionSpec
 
 STDERR_LINES_KEPT = 20
+# The script cuts each stderr line it frames at this many bytes (printf's %.Ns).
+STDERR_LINE_BYTES = 512
+# A frame's header line is short (a name and six numbers); a longer one is not ours.
+MAX_FRAME_LINE = 256
+FATAL_KEPT = 200
 TIMEOUT_KILL_GRACE_S = 2
 
 # Exit statuses that mean "killed by our timeout": GNU timeout's 124, and SIGTERM/SIGKILL
 # deaths (busybox timeout, the watchdog, or -k escalation), told apart by the elapsed time.
 _TIMEOUT_STATUSES = frozenset({124, 137, 143})
+
+# The DATA header, every field checked: what the script's printf writes and nothing else.
+# Uptimes are /proc/uptime readings ("0" when unreadable); the size fits an off_t.
+_DATA = re.compile(
+    r"DATA (?P<name>[A-Za-z0-9_]{1,64}) (?P<rc>[0-9]{1,3}) "
+    r"(?P<t0>[0-9]{1,12}(?:\.[0-9]{1,6})?) (?P<t1>[0-9]{1,12}(?:\.[0-9]{1,6})?) "
+    r"(?P<size>[0-9]{1,18}) (?P<mode>[ktw])",
+    re.ASCII,
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,20 @@ class Script:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def max_output_bytes(self) -> int:
+        """The most this script writes on stdout: each section's cap and its frames (START,
+        DATA, END, at most ``STDERR_LINES_KEPT`` cut stderr lines), and a FATAL line.
+        A host that sends more is not running it; the reader stops there.
+
+        >>> compose([SectionSpec(name="a", shell="true", max_bytes=1000)]).max_output_bytes
+        13152
+        """
+        frame = len(self.nonce) + MAX_FRAME_LINE
+        errors = STDERR_LINES_KEPT * (len(self.nonce) + len(" ERR \n") + STDERR_LINE_BYTES)
+        sections = sum(spec.max_bytes + 3 * frame + errors for spec in self.sections)
+        return sections + frame
 
 
 def shell_quote(text: str) -> str:
@@ -79,6 +108,7 @@ def compose(
             "_fx_n": nonce,
             "_fx_kill": TIMEOUT_KILL_GRACE_S,
             "_fx_errlines": STDERR_LINES_KEPT,
+            "_fx_errbytes": STDERR_LINE_BYTES,
             "_fx_focus_octal": host_octal(focus) if focus else "",
             "_fx_focus_sh": shell_file("forensics.remote", "focus.sh") if focus else "",
         }
@@ -161,38 +191,25 @@ def decode(script: Script, stream: bytes) -> Decoded:
     """Read the framed output back into one ``SectionOutput`` per section.
 
     Sections that never reported come back with ``finished=False``; a section that was
-    running when the stream ended is named in ``running``.
+    running when the stream ended is named in ``running``. Every number in a frame is
+    checked before it is used (a frame that fails a check ends the reading as
+    ``garbled``), and every step moves strictly forward, so no stream can make this loop.
     """
     marker = ("\n" + script.nonce + " ").encode()
     specs = {s.name: s for s in script.sections}
     decoded = Decoded()
     position = 0
-    while True:
-        start = stream.find(marker, position)
-        if start < 0:
-            break
-        line_end = stream.find(b"\n", start + len(marker))
+    while (start := stream.find(marker, position)) >= 0:
+        line_end = stream.find(b"\n", start + len(marker), start + len(marker) + MAX_FRAME_LINE)
         if line_end < 0:
+            decoded.garbled = len(stream) - start > len(marker) + MAX_FRAME_LINE
             break
-        words = stream[start + len(marker) : line_end].decode("ascii", "replace").split(" ")
-        position = line_end + 1
-        kind = words[0]
-        if kind == "START" and len(words) == 2:
-            decoded.running = words[1]
-        elif kind == "FATAL":
-            decoded.fatal = " ".join(words[1:])
-        elif kind == "DATA" and len(words) == 7 and words[1] in specs:
-            spec = specs[words[1]]
-            outcome = _read_section(stream, position, spec, words, script.nonce)
-            if outcome is None:
-                decoded.garbled = True
-                break
-            output, position = outcome
-            decoded.outputs[spec.name] = output
-            decoded.running = None
-        else:
+        line = stream[start + len(marker) : line_end].decode("ascii", "replace")
+        step = _read_frame(stream, line_end + 1, line, specs, script.nonce, decoded)
+        if step is None or step <= position:  # not ours, or (never) no progress: stop
             decoded.garbled = True
             break
+        position = step
     for spec in script.sections:
         if spec.name not in decoded.outputs:
             decoded.outputs[spec.name] = SectionOutput(
@@ -201,14 +218,41 @@ def decode(script: Script, stream: bytes) -> Decoded:
     return decoded
 
 
+def _read_frame(
+    stream: bytes,
+    position: int,
+    line: str,
+    specs: dict[str, SectionSpec],
+    nonce: str,
+    decoded: Decoded,
+) -> int | None:
+    """Apply one frame whose header line ends before ``position``; return where the next
+    frame may start, or None when the frame is not one the script writes."""
+    kind, _, rest = line.partition(" ")
+    if kind == "START" and rest in specs:
+        decoded.running = rest
+        return position
+    if kind == "FATAL":
+        decoded.fatal = rest[:FATAL_KEPT]
+        return position
+    header = _DATA.fullmatch(line)
+    if header is None or header["name"] not in specs:
+        return None
+    outcome = _read_section(stream, position, specs[header["name"]], header, nonce)
+    if outcome is None:
+        return None
+    output, position = outcome
+    decoded.outputs[output.result.name] = output
+    decoded.running = None
+    return position
+
+
 def _read_section(
-    stream: bytes, position: int, spec: SectionSpec, words: list[str], nonce: str
+    stream: bytes, position: int, spec: SectionSpec, header: re.Match[str], nonce: str
 ) -> tuple[SectionOutput, int] | None:
-    _, name, rc_text, t0_text, t1_text, size_text, mode = words
-    try:
-        size = int(size_text)
-        exit_status = int(rc_text)
-    except ValueError:
+    size = int(header["size"])
+    exit_status = int(header["rc"])
+    if exit_status > 255:
         return None
     kept = min(size, spec.max_bytes)
     stdout = stream[position : position + kept]
@@ -216,18 +260,20 @@ def _read_section(
         return None
     position += kept
     err_marker = f"\n{nonce} ERR ".encode()
-    end_marker = f"\n{nonce} END {name}\n".encode()
+    end_marker = f"\n{nonce} END {spec.name}\n".encode()
     stderr_lines: list[bytes] = []
-    while stream.startswith(err_marker, position):
-        line_end = stream.find(b"\n", position + len(err_marker))
+    while stream.startswith(err_marker, position) and len(stderr_lines) < STDERR_LINES_KEPT:
+        text_start = position + len(err_marker)
+        line_end = stream.find(b"\n", text_start, text_start + STDERR_LINE_BYTES + 1)
         if line_end < 0:
             return None
-        stderr_lines.append(stream[position + len(err_marker) : line_end])
+        stderr_lines.append(stream[text_start:line_end])
         position = line_end
     if not stream.startswith(end_marker, position):
         return None
     position += len(end_marker)
-    duration = _duration(t0_text, t1_text)
+    duration = _duration(header["t0"], header["t1"])
+    mode = header["mode"]
     stderr = b"\n".join(stderr_lines) + (b"\n" if stderr_lines else b"")
     timed_out = exit_status in _TIMEOUT_STATUSES and (
         (exit_status == 124 and mode == "k")
@@ -235,7 +281,7 @@ def _read_section(
         or duration >= spec.timeout_s - 0.05
     )
     result = SectionResult(
-        name=name,
+        name=spec.name,
         command=spec.shell,
         exit_status=exit_status,
         duration_s=duration,
@@ -252,10 +298,7 @@ def _read_section(
 
 
 def _duration(t0_text: str, t1_text: str) -> float | None:
-    try:
-        t0, t1 = float(t0_text), float(t1_text)
-    except ValueError:
-        return None
+    t0, t1 = float(t0_text), float(t1_text)
     if t0 <= 0 or t1 < t0:
         return None
     return round(t1 - t0, 2)

@@ -2,6 +2,7 @@
 # The prelude of the one script that runs every section on the host. Set before it by
 # forensics/remote/host_script.py: _fx_n (this run's nonce), _fx_kill (seconds between
 # TERM and KILL when a section overruns), _fx_errlines (stderr lines kept per section),
+# _fx_errbytes (bytes kept of each stderr line),
 # _fx_focus_octal (the --focus regex as printf %b escapes, or empty) and _fx_focus_sh (the
 # text of focus.sh). Then come the calls: _fx_sec NAME TIMEOUT MAX_BYTES 'SHELL'.
 LC_ALL=C; export LC_ALL
@@ -44,7 +45,9 @@ _fx_sec() {
   if [ "$_fx_s" -gt 0 ]; then head -c "$3" o; fi
   _fx_i=0
   while [ "$_fx_i" -lt "$_fx_errlines" ] && IFS= read -r _fx_l || [ -n "$_fx_l" ]; do
-    printf '\n%s ERR %s' "$_fx_n" "$_fx_l"
+    # The precision must sit in the format; _fx_errbytes is a number we set.
+    # shellcheck disable=SC2059
+    printf "\n%s ERR %.${_fx_errbytes}s" "$_fx_n" "$_fx_l"
     _fx_i=$((_fx_i + 1)); _fx_l=
   done <e
   printf '\n%s END %s\n' "$_fx_n" "$1"

@@ -16,10 +16,15 @@ import paramiko
 from fabric import Connection
 
 from forensics.core.errors import CollectionError
+from forensics.core.escaping import one_line
 from forensics.core.models import Target
 from forensics.remote.transport import READ_CHUNK, SUDO, connect, shell_command
 
 STDERR_KEPT = 4096
+# The loops this reads write lines of a few hundred bytes; a longer one is not theirs.
+MAX_LINE = 64 << 10
+# How much of the host's last stderr line a message quotes.
+STDERR_SHOWN = 200
 
 
 class StreamEnded(CollectionError):
@@ -86,6 +91,11 @@ class LineStream:
         Raises ``StreamEnded`` when the script or the connection is gone."""
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._buffer:
+            if len(self._buffer) > MAX_LINE:
+                raise StreamEnded(
+                    f"{self.target.name}: the host sent a line of over {MAX_LINE} bytes; "
+                    "that is not the sampling loop's output (a forged or broken stream)"
+                )
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -131,5 +141,5 @@ class LineStream:
 
     def _ended(self, exit_status: int | None) -> None:
         said = self._stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = said[-1] if said else f"exit status {exit_status}"
+        detail = one_line(said[-1], STDERR_SHOWN) if said else f"exit status {exit_status}"
         raise StreamEnded(f"{self.target.name}: the sampling loop ended ({detail})")

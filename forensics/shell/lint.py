@@ -74,12 +74,21 @@ class ScriptLint:
     shellcheck: ShellCheckRun
 
     def agreeing(self, issue: MaskingIssue) -> list[int]:
-        """The codes ShellCheck gave on the line of ``issue``: the same problem seen twice."""
-        return sorted({note.code for note in self.shellcheck.notes if note.line == issue.line})
+        """The codes ShellCheck gave on the lines of ``issue`` (where it bites, and the
+        reads it merged): the same problem seen twice."""
+        if issue.file is not None:
+            return []
+        lines = {issue.line, *issue.related_lines}
+        return sorted({note.code for note in self.shellcheck.notes if note.line in lines})
 
     def other_notes(self) -> list[ShellCheckNote]:
         """ShellCheck's kept notes on lines where no masking issue is."""
-        covered = {issue.line for issue in self.masking.issues}
+        covered = {
+            line
+            for issue in self.masking.issues
+            if issue.file is None
+            for line in (issue.line, *issue.related_lines)
+        }
         return [note for note in self.shellcheck.notes if note.line not in covered]
 
 

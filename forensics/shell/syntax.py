@@ -71,6 +71,7 @@ class Compound:
     bodies: list[list[AndOr]] = field(default_factory=list)
     has_else: bool = False
     words: list[Token] = field(default_factory=list)
+    redirects: list[str] = field(default_factory=list)
 
 
 Command = Simple | Compound
@@ -394,6 +395,17 @@ def command_name(command: Command) -> str | None:
     return words[0] if words else None
 
 
+def base_name(command: Command) -> str | None:
+    """The command's name without its directory: ``tee`` for ``/usr/bin/tee -a log``."""
+    name = command_name(command)
+    return name.rsplit("/", 1)[-1] if name else None
+
+
+def inner_lists(command: Compound) -> list[list[AndOr]]:
+    """Every command list inside ``command``: conditions, bodies, branches, arms."""
+    return [part for clause in command.clauses for part in clause] + command.bodies
+
+
 class _Parser:
     """Recursive descent over tokens; every method consumes at least one token or none
     and says so, so the loops always end."""
@@ -501,7 +513,7 @@ class _Parser:
         if token is None or token.kind == "newline":
             return None
         if token.kind == "op" and token.text == "(":
-            return self.nested(self.subshell)
+            return self.redirected(self.nested(self.subshell))
         if token.kind == "op" and not is_redirection(token):
             return None
         if token.kind == "word":
@@ -516,11 +528,24 @@ class _Parser:
                 "function": self.function,
             }.get(token.text)
             if compound is not None:
-                return self.nested(compound)
+                return self.redirected(self.nested(compound))
             following = self.tokens[self.position + 1 : self.position + 3]
             if [t.text for t in following] == ["(", ")"] and all(t.kind == "op" for t in following):
                 return self.nested(self.function)
         return self.simple()
+
+    def redirected(self, command: Command | None) -> Command | None:
+        """A compound's own redirections (``{ ...; } 2>&1 | tee``) stay with it, so the
+        pipeline after them is still read as one pipeline."""
+        if not isinstance(command, Compound):
+            return command
+        while (token := self.peek()) is not None and is_redirection(token):
+            self.take()
+            redirection = token.text
+            if (target := self.peek()) is not None and target.kind == "word":
+                redirection += self.take().text
+            command.redirects.append(redirection)
+        return command
 
     def nested(self, reader: Callable[[], Command]) -> Command | None:
         if self.depth >= MAX_DEPTH:
@@ -658,13 +683,17 @@ class _Parser:
         return Compound(kind="subshell", line=line, end_line=self.last_line(), bodies=[body])
 
     def function(self) -> Compound:
+        """``name() body`` or ``function name body``: ``words`` holds the name."""
         first = self.take()
-        if first.text == "function" and (name := self.peek()) is not None and name.kind == "word":
+        name = first
+        if first.text == "function" and (token := self.peek()) is not None and token.kind == "word":
+            name = self.take()
+        if self.at_op("("):
             self.take()
-        while self.at_op("(", ")"):
-            self.take()
+            if self.at_op(")"):
+                self.take()
         self.skip_newlines()
-        node = Compound(kind="function", line=first.line, end_line=first.line)
+        node = Compound(kind="function", line=first.line, end_line=first.line, words=[name])
         body = self.command()
         if body is not None:
             node.bodies.append(

@@ -1,13 +1,21 @@
-"""What went wrong with the GPUs? The driver's Xid errors and nvidia-smi's failures, read
-together.
+"""What went wrong with the GPUs? The driver's Xid errors, its other messages about lost or
+uninitialised GPUs, NVSwitch SXids, and nvidia-smi's failures, read together.
 
-- ``gpu.xid``: one finding per GPU and Xid code in the kernel log; meaning, owner and
-  severity come from ``forensics/kernel/xid.py``, the one place that decides what a code means.
-  When nvidia-smi answered, the GPU is named as it names it (index, model, UUID), matched
-  by PCI bus id; a bus id nvidia-smi no longer lists is said.
+- ``gpu.xid``: one finding per GPU and Xid code in the kernel log; meaning, owner
+  (application, driver, hardware, thermal_power, follow_up) and NVIDIA's action come from
+  ``forensics/kernel/xid.py`` and its catalogue, the one place that decides what a code
+  means. When the driver rate-limited its error lines for that GPU (``NVRM: Rate limiting
+  …``), the count is a lower bound and says so (``lower_bound``). When nvidia-smi answered,
+  the GPU is named as it names it (index, model, UUID), matched by PCI bus id; a bus id
+  nvidia-smi no longer lists is said.
+- ``gpu.fallen_off_bus`` (critical): the driver says a GPU fell off the bus without an Xid
+  79 for it (an Xid 79 finding cites those lines instead); named by bus id.
+- ``gpu.init_failed`` (critical): the driver could not initialise a GPU (``RmInitAdapter
+  failed``): it is unusable until the host is fixed.
+- ``gpu.sxid``: an NVSwitch error, one per switch and code; critical when fatal.
 - ``gpu.smi_failed``: nvidia-smi failed (hung, GPU lost, no driver, ...). When the GPU is
-  lost or unreachable and the kernel log holds the Xid that explains it (79: fallen off the
-  bus; 119, 120: GSP firmware), it cites those lines and points at ``gpu.xid``.
+  lost or unreachable and the kernel log holds the lines that explain it (Xid 79, a GPU
+  fallen off the bus; 119, 120: GSP firmware), it cites them and points at those findings.
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from forensics.core.evidence import cite
 from forensics.core.facts import CrossRule, Facts
 from forensics.core.models import Finding, Severity
 from forensics.core.probe import RuleContext
+from forensics.kernel.gpu_driver import GpuDriverEvent
+from forensics.kernel.sxid import SxidEvent
 from forensics.kernel.xid import XidEvent, bus_id, describe
 from forensics.probes.gpu import SECTION, Gpu, GpuFacts
 from forensics.probes.kernel_log import KernelLogFacts
@@ -33,38 +43,75 @@ EXPLAINING_XIDS: dict[str, frozenset[int]] = {
 
 
 def gpu_errors(facts: Facts, context: RuleContext) -> list[Finding]:
-    log, gpu = facts.of(KernelLogFacts), facts.of(GpuFacts)
-    xids = log.xids if log is not None else []
-    findings = _xid_findings(xids, gpu)
+    log, gpu = facts.of(KernelLogFacts) or KernelLogFacts(), facts.of(GpuFacts)
+    xids = log.xids
+    events = log.gpu_driver_events
+    findings = _xid_findings(xids, events, gpu)
+    findings += _lost_findings(xids, events, gpu, log)
+    findings += _init_failed_findings(events, log)
+    findings += _sxid_findings(log.sxids)
     if gpu is not None and gpu.failure is not None:
-        findings.append(_smi_failed(gpu, context, xids))
+        findings.append(_smi_failed(gpu, context, xids, events))
     return findings
 
 
-def _xid_findings(xids: list[XidEvent], smi: GpuFacts | None) -> list[Finding]:
+def _rate_limits(events: list[GpuDriverEvent]) -> dict[str | None, GpuDriverEvent]:
+    """The driver's rate limit per GPU bus id (None: a limit that names no GPU)."""
+    return {event.bus_id: event for event in events if event.kind == "rate_limited"}
+
+
+def _xid_findings(
+    xids: list[XidEvent], events: list[GpuDriverEvent], smi: GpuFacts | None
+) -> list[Finding]:
     groups: dict[tuple[str, int], list[XidEvent]] = defaultdict(list)
     for xid in xids:
         groups[(xid.bus_id, xid.code)].append(xid)
     listed = {bus_id(gpu.bus_id): gpu for gpu in smi.gpus if gpu.bus_id} if smi else {}
+    limits = _rate_limits(events)
     findings = []
     for (bus, code), group in groups.items():
         meaning = describe(code)
+        limit = limits.get(bus) or limits.get(None)
+        lost = (
+            [e for e in events if e.kind == "fallen_off_bus" and e.bus_id == bus]
+            if code == 79
+            else []
+        )
         gpu = listed.get(bus)
         uuid = next((x.gpu_uuid for x in group if x.gpu_uuid), gpu.uuid if gpu else None)
         processes = sorted(
             {f"{x.process or '?'} (pid {x.pid})" for x in group if x.pid is not None}
         )
-        times = f" {len(group)} times" if len(group) > 1 else ""
+        at_least = "at least " if limit else ""
+        times = f" {at_least}{len(group)} times" if len(group) > 1 or limit else ""
         who = f" Processes on it: {', '.join(processes)} (host PIDs)." if processes else ""
+        limited = (
+            f" The driver rate-limited its error lines for this GPU (printing 1 of every "
+            f"{limit.every or '?'}): every count here is a lower bound."
+            if limit
+            else ""
+        )
+        action = (
+            f" NVIDIA's catalogue: immediate action {meaning.immediate}"
+            + (f", then {meaning.investigatory}" if meaning.investigatory else "")
+            + "."
+            if meaning.immediate
+            else ""
+        )
+        previous = all(x.previous_boot for x in group)
+        before = " (before the last boot)" if previous else ""
         findings.append(
             Finding(
                 id="gpu.xid",
                 severity=meaning.severity,
-                title=f"{_gpu_words(bus, gpu)} reported Xid {code}{times}: {meaning.meaning}",
+                title=(
+                    f"{_gpu_words(bus, gpu)} reported Xid {code}{times}{before}: {meaning.meaning}"
+                ),
                 explanation=(
                     f"The NVIDIA driver reported Xid {code} ({meaning.name}: {meaning.meaning})"
                     f" on GPU {bus}{times}, first{_at(group[0].time)}. It usually points at "
-                    f"{meaning.owner}.{who}{_identity_words(bus, uuid, gpu, smi)} Last detail: "
+                    f"{meaning.owner_words}.{action}{limited}{who}"
+                    f"{_identity_words(bus, uuid, gpu, smi)} Last detail: "
                     f"{group[-1].detail or '(none)'}"
                 ),
                 next_steps=[
@@ -77,12 +124,159 @@ def _xid_findings(xids: list[XidEvent], smi: GpuFacts | None) -> list[Finding]:
                     **({"index": gpu.index, "model": gpu.name} if gpu else {}),
                     "code": code,
                     "xid_name": meaning.name,
+                    "owner": meaning.owner,
+                    "immediate_action": meaning.immediate or None,
                     "count": len(group),
+                    "lower_bound": limit is not None,
+                    "previous_boot": previous,
                 },
-                evidence=[x.evidence for x in group[:EVIDENCE_LINES_MAX]],
+                evidence=[x.evidence for x in group[:EVIDENCE_LINES_MAX]]
+                + ([limit.evidence[0]] if limit else [])
+                + [ref for event in lost[:2] for ref in event.evidence],
             )
         )
     return findings
+
+
+def _lost_findings(
+    xids: list[XidEvent], events: list[GpuDriverEvent], smi: GpuFacts | None, log: KernelLogFacts
+) -> list[Finding]:
+    """GPUs the driver says fell off the bus, where no Xid 79 says it for them."""
+    with_xid = {x.bus_id for x in xids if x.code == 79}
+    groups: dict[str, list[GpuDriverEvent]] = defaultdict(list)
+    for event in events:
+        if event.kind == "fallen_off_bus" and (event.bus_id or "unknown") not in with_xid:
+            groups[event.bus_id or "unknown"].append(event)
+    listed = {bus_id(gpu.bus_id): gpu for gpu in smi.gpus if gpu.bus_id} if smi else {}
+    findings = []
+    for bus, group in groups.items():
+        described = log.lspci.get(_lspci_form(bus))
+        lspci = f" lspci on the host says: {described}." if described else ""
+        previous = all(event.previous_boot for event in group)
+        before = " (before the last boot)" if previous else ""
+        findings.append(
+            Finding(
+                id="gpu.fallen_off_bus",
+                severity=Severity.critical,
+                title=f"{_gpu_words(bus, listed.get(bus))} has fallen off the bus{before}",
+                explanation=(
+                    f"The NVIDIA driver says GPU {bus} has fallen off the bus and is not "
+                    f"responding, first{_at(group[0].time)}, {len(group)} time(s): the same "
+                    "loss Xid 79 reports, printed here without an Xid (at driver load, or when "
+                    "the driver found the GPU gone). Every job on it has failed and the GPU "
+                    f"stays lost until the node reboots.{lspci}"
+                ),
+                next_steps=[
+                    "Drain the node and reboot it; if it recurs, open a hardware ticket "
+                    "(power, riser, PCIe slot, the GPU itself).",
+                    f"`lspci -s {_lspci_form(bus)} -vv` (rev ff: the device is gone from the "
+                    "bus); the BMC's event log for power or PCIe faults.",
+                ],
+                subject={
+                    "bus_id": bus,
+                    "count": len(group),
+                    "lspci": described,
+                    "previous_boot": previous,
+                },
+                evidence=[ref for event in group[:EVIDENCE_LINES_MAX] for ref in event.evidence],
+            )
+        )
+    return findings
+
+
+def _init_failed_findings(events: list[GpuDriverEvent], log: KernelLogFacts) -> list[Finding]:
+    groups: dict[str, list[GpuDriverEvent]] = defaultdict(list)
+    for event in events:
+        if event.kind == "init_failed":
+            groups[event.bus_id or "unknown"].append(event)
+    findings = []
+    for bus, group in groups.items():
+        code = next((event.code for event in group if event.code), None)
+        which = f"GPU {bus}" if bus != "unknown" else "a GPU (the driver did not say which)"
+        said = f" (RmInitAdapter code {code})" if code else ""
+        described = log.lspci.get(_lspci_form(bus))
+        lspci = f" lspci on the host says: {described}." if described else ""
+        findings.append(
+            Finding(
+                id="gpu.init_failed",
+                severity=Severity.critical,
+                title=f"The NVIDIA driver could not initialise {which}{said}",
+                explanation=(
+                    f"The driver failed to initialise {which}{said}, first{_at(group[0].time)}, "
+                    f"{len(group)} line(s). The GPU is unusable (nvidia-smi leaves it out or "
+                    "says 'No devices were found') until the host is fixed: a GPU left in a bad "
+                    "state (needs a reset or a power cycle), a driver and GSP firmware that do "
+                    "not match, too little PCIe address space (BAR) in a VM, or a failing GPU."
+                    f"{lspci}"
+                ),
+                next_steps=[
+                    "Read the NVRM lines just before it: `dmesg | grep -B 10 RmInitAdapter`.",
+                    "Reset the GPU (`nvidia-smi -r`) or power-cycle the node; check "
+                    "`cat /proc/driver/nvidia/version` against the installed packages.",
+                ],
+                subject={"bus_id": bus, "code": code, "count": len(group), "lspci": described},
+                evidence=[ref for event in group[:EVIDENCE_LINES_MAX] for ref in event.evidence],
+            )
+        )
+    return findings
+
+
+def _sxid_findings(sxids: list[SxidEvent]) -> list[Finding]:
+    groups: dict[tuple[str, int], list[SxidEvent]] = defaultdict(list)
+    for event in sxids:
+        groups[(event.pci, event.code)].append(event)
+    findings = []
+    for (pci, code), group in groups.items():
+        fatal = any(event.fatal for event in group)
+        known = any(event.fatal is not None for event in group)
+        links = sorted({event.link for event in group if event.link is not None})
+        level = "fatal" if fatal else "non-fatal" if known else "unclassified"
+        on_links = f" on link(s) {', '.join(map(str, links))}" if links else ""
+        findings.append(
+            Finding(
+                id="gpu.sxid",
+                severity=Severity.critical if fatal else Severity.warning,
+                title=(
+                    f"NVSwitch {group[0].switch} ({pci}) reported {level} SXid {code}"
+                    f"{on_links}, {len(group)} time(s)"
+                ),
+                explanation=(
+                    f"The NVSwitch driver reported SXid {code} ({level}) on {group[0].switch} at "
+                    f"PCI {pci}{on_links}, first{_at(group[0].time)}: {group[0].detail}. "
+                    + (
+                        "A fatal SXid takes the switch's links down: the GPUs lose their NVLink "
+                        "peers until the switch (usually the node) is reset."
+                        if fatal
+                        else "A non-fatal SXid was corrected; a rising count points at a "
+                        "failing link or switch."
+                    )
+                ),
+                next_steps=[
+                    "Read the Fabric Manager log (/var/log/fabricmanager.log) and "
+                    "`nvidia-smi nvlink -s`; look the code up in NVIDIA's Fabric Manager guide.",
+                    "Fatal: drain the node and reset the fabric (reboot); hardware ticket if "
+                    "it recurs.",
+                ],
+                subject={
+                    "bus_id": pci,
+                    "switch": group[0].switch,
+                    "code": code,
+                    "fatal": fatal if known else None,
+                    "links": links,
+                    "count": len(group),
+                },
+                evidence=[ref for event in group[:EVIDENCE_LINES_MAX] for ref in event.evidence],
+            )
+        )
+    return findings
+
+
+def _lspci_form(bus: str) -> str:
+    """``00000000:B3:00.0`` as lspci -s takes it and the section names it: ``0000:b3:00.0``."""
+    parts = bus.lower().split(":")
+    if len(parts) == 3 and len(parts[0]) == 8:
+        parts[0] = parts[0][4:]
+    return ":".join(parts)
 
 
 def _gpu_words(bus: str, gpu: Gpu | None) -> str:
@@ -171,7 +365,9 @@ _FAILURE_WORDS: dict[str, tuple[Severity, str, str, list[str]]] = {
 }
 
 
-def _smi_failed(smi: GpuFacts, context: RuleContext, xids: list[XidEvent]) -> Finding:
+def _smi_failed(
+    smi: GpuFacts, context: RuleContext, xids: list[XidEvent], events: list[GpuDriverEvent]
+) -> Finding:
     kind = smi.failure or "failed"
     timeout = f"{context.options.gpu_timeout:g} s"
     severity, short, explanation, steps = _FAILURE_WORDS.get(
@@ -205,6 +401,18 @@ def _smi_failed(smi: GpuFacts, context: RuleContext, xids: list[XidEvent]) -> Fi
         ]
         evidence += [x.evidence for x in explaining[:EVIDENCE_LINES_MAX]]
         subject.update({"xid_codes": codes, "xid_bus_ids": buses})
+    lost = [e for e in events if e.kind == "fallen_off_bus" and 79 in EXPLAINING_XIDS.get(kind, ())]
+    if lost and not explaining:
+        buses = sorted({event.bus_id or "unknown" for event in lost})
+        explanation += (
+            f" The kernel log agrees: the driver says GPU {', '.join(buses)} has fallen off the "
+            f"bus{_at(lost[0].time)}; see the gpu.fallen_off_bus finding."
+        )
+        steps = [f"Read the gpu.fallen_off_bus finding for GPU {', '.join(buses)}"] + [
+            step for step in steps if "grep -i xid" not in step
+        ]
+        evidence += [ref for event in lost[:EVIDENCE_LINES_MAX] for ref in event.evidence]
+        subject["lost_bus_ids"] = buses
     return Finding(
         id="gpu.smi_failed",
         severity=severity,

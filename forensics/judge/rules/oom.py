@@ -243,6 +243,9 @@ def _killed(
             "monotonic_s": kill.monotonic_s,
             "rss_kb": kill.rss_kb,
             "memcg_oom_kill": counters[0].oom_kill if counters else None,
+            "uid": kill.uid,
+            "report": kill.report,
+            "previous_boot": kill.previous_boot,
             "in_question": in_question,
             "matched_by": match.how if match else None,
             "source": log.source,
@@ -314,6 +317,13 @@ def _kill_details(kill: OomKill) -> list[str]:
         )
     if kill.invoked_by and kill.invoked_by != kill.name:
         details.append(f"The allocation that failed was made by {kill.invoked_by}.")
+    if kill.report == "unpaired":
+        details.append(
+            "The OOM report printed before it belongs to another OOM event (too far apart in "
+            "time, or cut by the kernel's rate limit): which task's allocation failed and "
+            "whether a cgroup limit or the whole machine ran out is unknown beyond the kill "
+            "line's own words."
+        )
     if kill.reaped:
         details.append("The oom_reaper then freed its memory.")
     return details
@@ -493,6 +503,13 @@ def _not_from_boot(log: KernelLogFacts, earliest: tuple[EvidenceRef, ...]) -> _R
             "Next time, read the log soon after the crash, or keep it: `dmesg -w >> "
             "/var/log/dmesg.keep` on the host, or boot with log_buf_len=16M.",
         )
+    elif log.only_earlier_boots:
+        boot = f"{log.boot_time:%Y-%m-%d %H:%M:%S} UTC" if log.boot_time else "the last boot"
+        words = (
+            f"Every line of the kernel log from {log.source} predates the last boot at {boot}: "
+            "it says nothing about this boot (the logger may have stopped writing kernel lines)."
+        )
+        steps = ("Read this boot's kernel log another way: `dmesg` or `journalctl -k -b` as root.",)
     else:
         words = (
             f"The kernel log from {log.source} starts at {start}, after boot: older lines "
@@ -616,7 +633,7 @@ def _ruled_out(
             f"The kernel log ({log.source}) was read whole and reaches back to boot (its first "
             f"line is in the evidence); it records no OOM kill of {whom}."
             f"{other_words} The kernel's own counters agree ({counted}): every kill they "
-            "count is in the log. An OOM kill before the last boot would not show here."
+            f"count is in the log. {_previous_boot_words(log)}"
         )
         earlier = "For a death before the last boot: `journalctl -k -b -1 | grep 'Killed process'`."
     else:
@@ -670,6 +687,19 @@ def _ruled_out(
         evidence=[e for e in [log.earliest_evidence] if e is not None]
         + [c.evidence for c in counters if c.evidence is not None],
     )
+
+
+def _previous_boot_words(log: KernelLogFacts) -> str:
+    earlier = [kill for kill in log.oom_kills if kill.previous_boot]
+    if earlier:
+        names = ", ".join(sorted({kill.name for kill in earlier}))
+        return (
+            f"Before the last boot, {len(earlier)} process(es) were OOM-killed ({names}): see "
+            "the oom.killed findings marked so."
+        )
+    if log.previous_boot is not None and log.previous_boot.read:
+        return "The previous boot's journal was read too and holds no OOM kill."
+    return "An OOM kill before the last boot would not show here."
 
 
 def _mib(kb: int | None) -> str:
