@@ -78,6 +78,7 @@ def test_a_bad_collect_option_is_one_line_and_exit_2(
         ["sweep", "--concurrency", "many"],
         ["inventory", "check", "--bogus"],
         ["watch", "--every", "soon"],
+        ["lint-script", "--bogus"],
         ["wait", "--available", ">=1GiB", "--timeout", "nan"],
     ],
 )

@@ -4,11 +4,7 @@ traceback and no usage block reaches the terminal."""
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
-from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -17,14 +13,12 @@ from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.analyze import analyze_command
 from forensics.cli.collect import collect_command
+from forensics.cli.entry import run_app
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
-from forensics.cli.messages import say
 from forensics.cli.schema import schema_command
 from forensics.cli.sweep import sweep_command
 from forensics.cli.version import version_command
-from forensics.core.errors import ForensicsError, Interrupted
-from forensics.core.exit_status import ExitStatus
 
 EXIT_CODES_HELP = """
 Exit status: 0 collected, no finding at or above --fail-on; 1 collected with such a finding;
@@ -32,15 +26,6 @@ Exit status: 0 collected, no finding at or above --fail-on; 1 collected with suc
 unknown or changed, deadline hit before anything came back); 130 interrupted (SIGINT).
 """
 
-
-def _click_base(name: str) -> type[Exception]:
-    """A base class of typer's public BadParameter: the errors of the click underneath
-    typer (its own copy in recent typer), whichever click that is."""
-    return next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == name)
-
-
-ClickUsageError = _click_base("UsageError")
-ClickError = _click_base("ClickException")
 
 app = typer.Typer(
     name="forensics",
@@ -88,58 +73,5 @@ app.add_typer(inventory_app, name="inventory")
 
 
 def main() -> None:
-    """Entry point: run the app, turning every known failure into one line and a status."""
-    # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
-    signal.signal(signal.SIGINT, _interrupt)
-    try:
-        status = app(standalone_mode=False)
-    except ClickUsageError as error:
-        if type(error).__name__ == "NoArgsIsHelpError":  # a bare command group: its help
-            sys.stderr.write(_context(error).get_help() + "\n")
-            sys.exit(ExitStatus.usage)
-        _fail(usage_line(error), ExitStatus.usage)
-    except ClickError as error:
-        said: Any = error
-        _fail(str(said.format_message()), int(said.exit_code))
-    except ForensicsError as error:
-        _fail(error.message, error.exit_code)
-    except typer.Abort:
-        _fail("aborted", ExitStatus.usage)
-    except KeyboardInterrupt:
-        _fail("interrupted (SIGINT)", ExitStatus.interrupted)
-    except Exception as error:
-        if os.environ.get("FORENSICS_DEBUG"):
-            raise
-        _fail(
-            f"internal error: {type(error).__name__}: {error} (set FORENSICS_DEBUG=1 for a "
-            "traceback, and report it)",
-            ExitStatus.internal_error,
-        )
-    sys.exit(status if isinstance(status, int) else 0)
-
-
-def usage_line(error: Exception) -> str:
-    """A usage error of the command line as one line: what is wrong, and where the help is.
-
-    >>> usage_line(typer.BadParameter("'x' is not a number."))
-    "invalid value: 'x' is not a number (see 'forensics --help')"
-    """
-    said: Any = error
-    lines = [line.strip() for line in str(said.format_message()).splitlines() if line.strip()]
-    message = "; ".join(lines).rstrip(".")
-    context = _context(error)
-    where = context.command_path if context is not None else "forensics"
-    return f"{message[:1].lower()}{message[1:]} (see '{where} --help')"
-
-
-def _context(error: Exception) -> Any:
-    return getattr(error, "ctx", None)
-
-
-def _interrupt(number: int, frame: FrameType | None) -> None:
-    raise Interrupted("interrupted (SIGINT) before anything was kept")
-
-
-def _fail(message: str, status: int) -> None:
-    say(message)
-    sys.exit(status)
+    """Run the whole application (``forensics.cli.entry`` is the executable)."""
+    run_app(app)

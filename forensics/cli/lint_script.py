@@ -11,11 +11,12 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from pydantic import BaseModel, Field
 
+from forensics.cli.entry import run_app
 from forensics.core.escaping import inert
 from forensics.core.exit_status import ExitStatus
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
@@ -98,11 +99,11 @@ def _lint_file(
     return result, checked
 
 
-def run(arguments: list[str]) -> None:
+def run(arguments: list[str]) -> NoReturn:
     """``forensics lint-script ARGS`` without the rest of the application."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     app.command()(lint_script_command)
-    app(args=arguments, prog_name="forensics lint-script")
+    run_app(app, arguments, "forensics lint-script")
 
 
 def _beside(directory: Path) -> Callable[[str], str | None]:
