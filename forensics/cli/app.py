@@ -13,9 +13,9 @@ from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.analyze import analyze_command
 from forensics.cli.collect import collect_command
-from forensics.cli.entry import run_app
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
+from forensics.cli.runner import run_app
 from forensics.cli.schema import schema_command
 from forensics.cli.sweep import sweep_command
 from forensics.cli.version import version_command

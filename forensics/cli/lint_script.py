@@ -16,7 +16,7 @@ from typing import Annotated, NoReturn
 import typer
 from pydantic import BaseModel, Field
 
-from forensics.cli.entry import run_app
+from forensics.cli.runner import run_app
 from forensics.core.escaping import inert
 from forensics.core.exit_status import ExitStatus
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
