@@ -49,7 +49,7 @@ from forensics.core.cgroup_paths import UNLIMITED_AT, V1_ROOT, V2_ROOT
 from forensics.core.evidence import cite
 from forensics.core.focus import FocusProcess
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.core.numbers import parse_int
+from forensics.core.numbers import parse_flag, parse_int
 from forensics.core.pressure import Pressure, parse_pressure
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.remote.file_dump import DumpedFile, dumped_files
@@ -308,7 +308,6 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     """Read the ``cgroup`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "pid1 v1 /\\nself v1 /job\\nvmstat_oom_kill 2\\n"
     ...     "want 1 root /\\nwant 1 pid1 /\\nwant 1 self /job\\ndir 1 /\\ndir 1 /job\\n"
@@ -322,9 +321,7 @@ def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:
     ...     "==> /sys/fs/cgroup/memory/job/memory.stat <==\\n"
     ...     "total_inactive_file 20971520\\nhierarchical_memory_limit 1073741824\\n"
     ... )
-    >>> result = SectionResult(name="cgroup", command="", exit_status=0, duration_s=0.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"cgroup": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"cgroup": Captured.complete("cgroup", text)}, CollectOptions())
     >>> facts.layout, facts.vmstat_oom_kill, facts.counted_oom_kills()
     ('v1', 2, 2)
     >>> [(c.cgroup, c.roles, c.oom_kill, c.limit_bytes, c.unlimited) for c in facts.cgroups]
@@ -468,8 +465,8 @@ def _counters(
 def _read_v1(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
     control = files.get("memory.oom_control")
     if control:
-        keyed = _keyed(control)
-        counters.under_oom = _flag(keyed.get("under_oom"))
+        keyed = control.keyed()
+        counters.under_oom = parse_flag(keyed.get("under_oom"))
         counters.oom_kill, counters.oom_kill_evidence = _counter(control, keyed, "oom_kill")
     counters.failcnt = _number(files.get("memory.failcnt"))
     counters.usage_bytes = _single(counters, files, "memory.usage_in_bytes", "usage")
@@ -493,7 +490,7 @@ def _read_v1(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
 def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
     events = files.get("memory.events")
     if events:
-        keyed = _keyed(events)
+        keyed = events.keyed()
         counters.oom = parse_int(keyed.get("oom"))
         counters.oom_group_kill = parse_int(keyed.get("oom_group_kill"))
         counters.max_events = parse_int(keyed.get("max"))
@@ -501,7 +498,7 @@ def _read_v2(counters: CgroupCounters, files: dict[str, DumpedFile]) -> None:
         counters.oom_kill, counters.oom_kill_evidence = _counter(events, keyed, "oom_kill")
     local = files.get("memory.events.local")
     if local:
-        counters.oom_kill_local = parse_int(_keyed(local).get("oom_kill"))
+        counters.oom_kill_local = parse_int(local.keyed().get("oom_kill"))
     counters.usage_bytes = _single(counters, files, "memory.current", "usage")
     counters.peak_bytes = _single(counters, files, "memory.peak", "peak")
     counters.swap_bytes = _number(files.get("memory.swap.current"))
@@ -629,14 +626,9 @@ def _not_visible(facts: CgroupFacts, listing: _Listing) -> None:
                 facts.not_visible.append(note)
 
 
-def _keyed(dumped: DumpedFile) -> dict[str, str]:
-    pairs = (line.split(None, 1) for line in dumped.content.splitlines())
-    return {pair[0]: pair[1].strip() for pair in pairs if len(pair) == 2}
-
-
 def _stat(dumped: DumpedFile) -> dict[str, int]:
     values = {}
-    for key, text in _keyed(dumped).items():
+    for key, text in dumped.keyed().items():
         value = parse_int(text)
         if value is not None and value >= 0:
             values[key] = value
@@ -649,21 +641,14 @@ def _counter(
     value = parse_int(keyed.get(key))
     if value is None:
         return None, None
-    index = _key_index(dumped, key)
+    index = dumped.key_index(key)
     return value, None if index is None else _file_ref(dumped, index)
 
 
 def _cite(counters: CgroupCounters, dumped: DumpedFile, key: str, name: str) -> None:
-    index = _key_index(dumped, key)
+    index = dumped.key_index(key)
     if index is not None:
         counters.evidence[name] = _file_ref(dumped, index)
-
-
-def _key_index(dumped: DumpedFile, key: str) -> int | None:
-    for index, line in enumerate(dumped.content.splitlines()):
-        if line.split(None, 1)[:1] == [key]:
-            return index
-    return None
 
 
 def _single(
@@ -707,11 +692,6 @@ def _ref(number: int, line: str) -> EvidenceRef:
 
 def _number(dumped: DumpedFile | None) -> int | None:
     return parse_int(dumped.content.strip()) if dumped else None
-
-
-def _flag(text: str | None) -> bool | None:
-    value = parse_int(text)
-    return None if value is None else value != 0
 
 
 PROBE = Probe(

@@ -111,16 +111,13 @@ def parse(captures: Captures, options: CollectOptions) -> DiskFacts:
     """Read the ``disk`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "@ path root /\\n@ resolved /\\n@ df\\n"
     ...     "Filesystem     1024-blocks     Used Available Capacity Mounted on\\n"
     ...     "/dev/vda         264212084 23423924  82966988      23% /\\n@ rc 0\\n@ dfi\\n"
     ...     "df: invalid option -- 'i'\\n@ rc 1\\n@ path tmp /tmp\\n@ resolved /\\n@ seen\\n"
     ... )
-    >>> result = SectionResult(name="disk", command="", exit_status=0, duration_s=0.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"disk": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"disk": Captured.complete("disk", text)}, CollectOptions())
     >>> fs = facts.filesystems[0]
     >>> fs.mount_point, fs.used_percent, fs.inodes_used_percent, facts.inodes_unavailable
     ('/', 23, None, "df -i failed: df: invalid option -- 'i'")

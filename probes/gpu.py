@@ -162,7 +162,6 @@ def parse(captures: Captures, options: CollectOptions) -> GpuFacts:
     """Read the ``gpu`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "clock 1764450000\\n@ run gpus\\n@ exit gpus 0\\n"
     ...     "|index, uuid, name, memory.used [MiB], memory.total [MiB], "
@@ -171,9 +170,7 @@ def parse(captures: Captures, options: CollectOptions) -> GpuFacts:
     ...     "@ run apps\\n@ exit apps 0\\n|gpu_uuid, pid, process_name, used_gpu_memory [MiB]\\n"
     ...     "|GPU-5a1c, 2151960, [Not Found], 55310\\n"
     ... )
-    >>> result = SectionResult(name="gpu", command="", exit_status=0, duration_s=0.4,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"gpu": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"gpu": Captured.complete("gpu", text)}, CollectOptions())
     >>> g = facts.gpus[0]
     >>> g.index, g.name, g.memory_used_mib, g.memory_total_mib, g.ecc_uncorrected_volatile
     (0, 'NVIDIA H100 80GB HBM3', 61234, 81559, None)

@@ -52,10 +52,10 @@ from pydantic import BaseModel, Field
 from forensics.core.cgroup_paths import V1_ROOT, V2_ROOT
 from forensics.core.evidence import cite
 from forensics.core.models import CollectOptions, EvidenceRef, SectionSpec
-from forensics.core.numbers import parse_float, parse_int
+from forensics.core.numbers import parse_flag, parse_float, parse_int
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.kernel.crashes import KernelCrash, find_crashes
-from forensics.kernel.faults import UserFault, find_faults
+from forensics.kernel.faults import UserFault, find_faults, suppressed_faults
 from forensics.kernel.gpu_driver import GpuDriverEvent, find_gpu_driver_events
 from forensics.kernel.hung_tasks import HungTask, find_hung_tasks
 from forensics.kernel.lines import Clock, KernelLine, read_lines
@@ -178,6 +178,9 @@ class KernelLogFacts(ProbeFacts):
     oom_callbacks_suppressed: int = 0
     suppressed_evidence: list[EvidenceRef] = Field(default_factory=list)
     faults: list[UserFault] = Field(default_factory=list)
+    faults_suppressed: int = Field(
+        default=0, description="Fault messages the kernel's rate limit dropped."
+    )
     hung_tasks: list[HungTask] = Field(default_factory=list)
     xids: list[XidEvent] = Field(default_factory=list)
     machine_checks: list[MachineCheck] = Field(default_factory=list)
@@ -230,7 +233,6 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
     """Read the ``kernel_log`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "dmesg_restrict 0\\nbtime 1764441600\\nuptime 8400.12\\nutc_offset +0000\\n"
     ...     "tried dmesg 0 ok\\nsource dmesg\\nlog_bytes 300\\nlog_lines 3\\nmemcg /job\\n"
@@ -243,9 +245,7 @@ def parse(captures: Captures, options: CollectOptions) -> KernelLogFacts:
     ...     "total-vm:74132kB, anon-rss:64128kB, file-rss:6496kB, shmem-rss:0kB, UID:0 "
     ...     "pgtables:188kB oom_score_adj:0\\n"
     ... )
-    >>> result = SectionResult(name="kernel_log", command="", exit_status=0, duration_s=0.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"kernel_log": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"kernel_log": Captured.complete("kernel_log", text)}, CollectOptions())
     >>> facts.source, facts.reaches_boot, facts.dmesg_restrict
     ('dmesg', True, 0)
     >>> kill = facts.oom_kills[0]
@@ -286,6 +286,7 @@ def _read_events(facts: KernelLogFacts, lines: list[KernelLine]) -> None:
     facts.oom_callbacks_suppressed = scan.callbacks_suppressed
     facts.suppressed_evidence = scan.suppressed_evidence
     facts.faults = find_faults(lines, SECTION)
+    facts.faults_suppressed = suppressed_faults(lines)
     facts.hung_tasks = find_hung_tasks(lines, SECTION)
     facts.xids = find_xids(lines, SECTION)
     pcie = find_pcie_errors(lines, SECTION)
@@ -397,21 +398,21 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
         control = files.get(f"{V1_ROOT}{cgroup}/memory.oom_control")
         events = files.get(f"{V2_ROOT}{cgroup}/memory.events")
         if control is not None:
-            keyed = _keyed(control)
+            keyed = control.keyed()
             counters.append(
                 MemcgCounters(
                     cgroup=cgroup,
                     directory=V1_ROOT + cgroup,
                     version=1,
                     oom_kill=parse_int(keyed.get("oom_kill", "")),
-                    under_oom=_flag(keyed.get("under_oom")),
+                    under_oom=parse_flag(keyed.get("under_oom")),
                     failcnt=parse_int(_content(files.get(f"{V1_ROOT}{cgroup}/memory.failcnt"))),
                     evidence=_line_of(control, "oom_kill"),
                 )
             )
         if events is not None:
             local = files.get(f"{V2_ROOT}{cgroup}/memory.events.local")
-            keyed = _keyed(events)
+            keyed = events.keyed()
             counters.append(
                 MemcgCounters(
                     cgroup=cgroup,
@@ -419,7 +420,7 @@ def _memcg_counters(head: str, cgroups: list[str]) -> list[MemcgCounters]:
                     version=2,
                     oom_kill=parse_int(keyed.get("oom_kill", "")),
                     oom=parse_int(keyed.get("oom", "")),
-                    oom_kill_local=parse_int(_keyed(local).get("oom_kill", "")) if local else None,
+                    oom_kill_local=parse_int(local.keyed().get("oom_kill", "")) if local else None,
                     evidence=_line_of(events, "oom_kill"),
                 )
             )
@@ -486,17 +487,11 @@ def _utc_offset(text: str | None) -> timedelta | None:
     return timedelta(minutes=minutes if text[0] == "+" else -minutes)
 
 
-def _keyed(dumped: DumpedFile) -> dict[str, str]:
-    pairs = (line.split(None, 1) for line in dumped.content.splitlines())
-    return {pair[0]: pair[1].strip() for pair in pairs if len(pair) == 2}
-
-
 def _line_of(dumped: DumpedFile, key: str) -> EvidenceRef | None:
-    for index, line in enumerate(dumped.content.splitlines()):
-        if line.split(None, 1)[:1] == [key]:
-            number = dumped.line_of(index)
-            return cite(SECTION, number, line)
-    return None
+    index = dumped.key_index(key)
+    if index is None:
+        return None
+    return cite(SECTION, dumped.line_of(index), dumped.content.splitlines()[index])
 
 
 def _content(dumped: DumpedFile | None) -> str:
@@ -510,11 +505,6 @@ def _epoch(seconds: int | None) -> datetime | None:
         return datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
         return None
-
-
-def _flag(text: str | None) -> bool | None:
-    value = parse_int(text) if text is not None else None
-    return None if value is None else value != 0
 
 
 PROBE = Probe(

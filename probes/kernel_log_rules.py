@@ -42,7 +42,7 @@ BEFORE_BOOT = " (before the last boot)"
 
 def rules(facts: KernelLogFacts, context: RuleContext) -> list[Finding]:
     return (
-        _faults(facts.faults)
+        _faults(facts.faults, facts.faults_suppressed)
         + _hung_tasks(facts.hung_tasks)
         + _crashes(facts.crashes)
         + _machine_checks(facts.machine_checks)
@@ -50,7 +50,7 @@ def rules(facts: KernelLogFacts, context: RuleContext) -> list[Finding]:
     )
 
 
-def _faults(faults: list[UserFault]) -> list[Finding]:
+def _faults(faults: list[UserFault], suppressed: int) -> list[Finding]:
     groups: dict[tuple[str, str, bool], list[UserFault]] = defaultdict(list)
     for fault in faults:
         groups[(fault.name, fault.signal or fault.kind, fault.previous_boot)].append(fault)
@@ -60,7 +60,14 @@ def _faults(faults: list[UserFault]) -> list[Finding]:
         segv = last.signal == "SIGSEGV"
         kinds = sorted({fault.kind for fault in group})
         where = f" in {last.where}" if last.where else ""
-        times = f" {len(group)} times" if len(group) > 1 else ""
+        at_least = "at least " if suppressed else ""
+        times = f" {at_least}{len(group)} times" if len(group) > 1 or suppressed else ""
+        limited = (
+            f" The kernel rate-limited these messages ({suppressed} suppressed): every count "
+            "is a lower bound."
+            if suppressed
+            else ""
+        )
         signal = f" ({last.signal})" if last.signal else ""
         detail = ""
         if last.kind == "segfault":
@@ -79,7 +86,7 @@ def _faults(faults: list[UserFault]) -> list[Finding]:
                     f"{last.kind}{times}, last as pid {last.pid}{_at(last.time)}, with the "
                     f"instruction pointer {last.ip}{where}.{detail} The process had no "
                     "handler for it, so it died (exit status 139 for SIGSEGV, 132 SIGILL, "
-                    "136 SIGFPE)."
+                    f"136 SIGFPE).{limited}"
                 ),
                 next_steps=[
                     "Get a core dump next time: `ulimit -c unlimited` before starting it, and "
@@ -93,6 +100,7 @@ def _faults(faults: list[UserFault]) -> list[Finding]:
                     "count": len(group),
                     "pid": last.pid,
                     "error": last.error_text,
+                    "lower_bound": suppressed > 0,
                     "previous_boot": previous,
                 },
                 evidence=_evidence(fault.evidence for fault in group),

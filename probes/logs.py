@@ -329,16 +329,13 @@ def parse(captures: Captures, options: CollectOptions) -> LogsFacts:
     """Read the ``logs`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "limits 50 16384 400 5\\nclock 1764450000\\nglob /w/bench*.log\\n"
     ...     "file glob /w/bench.log\\nstat 4089 1764442402 0 root\\ntail\\n|loading\\n"
     ...     "|CUDA error: out of memory\\ntail_read 2\\nerrors\\n|2:CUDA error: out of memory\\n"
     ...     "errors_count 1\\nexpected_missing /var/log/supervisor.log\\n"
     ... )
-    >>> result = SectionResult(name="logs", command="", exit_status=0, duration_s=0.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"logs": Captured(result=result, text=text)}, CollectOptions(logs=("x",)))
+    >>> facts = parse({"logs": Captured.complete("logs", text)}, CollectOptions(logs=("x",)))
     >>> log = facts.files[0]
     >>> log.path, log.size_bytes, log.modified.isoformat(), [l.text for l in log.tail]
     ('/w/bench.log', 4089, '2025-11-29T18:53:22+00:00', ['loading', 'CUDA error: out of memory'])

@@ -118,7 +118,6 @@ def parse(captures: Captures, options: CollectOptions) -> MemoryFacts:
     """Read the ``memory`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "==> /proc/meminfo <==\\nMemTotal:       1584842752 kB\\n"
     ...     "MemAvailable:     41943040 kB\\nMlocked:         419430400 kB\\n"
@@ -127,9 +126,7 @@ def parse(captures: Captures, options: CollectOptions) -> MemoryFacts:
     ...     "some avg10=31.50 avg60=12.02 avg300=3.10 total=98811234\\n"
     ...     "full avg10=8.25 avg60=2.00 avg300=0.51 total=21000000\\n"
     ... )
-    >>> result = SectionResult(name="memory", command="", exit_status=0, duration_s=0.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"memory": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"memory": Captured.complete("memory", text)}, CollectOptions())
     >>> facts.total_bytes, facts.available_bytes, facts.huge_pages_total
     (1622878978048, 42949672960, 4)
     >>> facts.pressure.full.avg10, facts.evidence["Mlocked"].first_line

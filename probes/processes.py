@@ -198,6 +198,10 @@ class ProcessesFacts(ProbeFacts):
     page_size: int = 4096
     boot_time: datetime | None = None
     collector_pid: int | None = None
+    client_pids: list[int] = Field(
+        default_factory=list,
+        description="The collector's own pids when the host is the machine it ran on.",
+    )
     first_snapshot_uptime_s: float | None = None
     first_snapshot_line: int | None = Field(default=None, description="Its `snapshot 1` line.")
     first_snapshot_complete: bool = False
@@ -285,7 +289,6 @@ def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
     """Read the ``processes`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> sep = "==> .s <==\\nN1\\n"
     >>> text = (
     ...     "nonce N1\\nclock_ticks 100\\npage_size 4096\\nbtime 1764441600\\nself 77\\n"
@@ -299,9 +302,7 @@ def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
     ...     "==> /proc/900/stat <==\\n900 (cu) zk) Z 1 900 1 0 -1 4227084 0 0 0 0 0 0 0 0 20"
     ...     " 0 1 0 840000 0 0 0\\n\\n" + sep + "end\\n"
     ... )
-    >>> result = SectionResult(name="processes", command="", exit_status=0, duration_s=2.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"processes": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"processes": Captured.complete("processes", text)}, CollectOptions())
     >>> [(p.pid, p.name, p.state, p.ppid, p.second_state) for p in facts.processes]
     [(1, 'tini', 'S', 0, None), (900, 'cu) zk', 'Z', 1, 'Z')]
     >>> facts.processes[0].argv, facts.pid1_is_known_init, facts.gap_s
@@ -385,7 +386,7 @@ def _read_control(
             if snapshot and value is not None:
                 reading.uptime[snapshot] = value
                 reading.snapshot_lines[snapshot] = _line_of(here, newlines)
-        elif key in ("nonce", "clock_ticks", "page_size", "btime", "self"):
+        elif key in ("nonce", "clock_ticks", "page_size", "btime", "self", "client"):
             reading.header.setdefault(key, rest.strip())
         elif key == "threads":
             reading.threads_started = True
@@ -471,6 +472,11 @@ def _facts(reading: _Reading, options: CollectOptions) -> ProcessesFacts:
         page_size=page,
         boot_time=boot,
         collector_pid=parse_int(reading.header.get("self", "")),
+        client_pids=[
+            pid
+            for word in reading.header.get("client", "").split()
+            if (pid := parse_int(word)) is not None
+        ],
         first_snapshot_uptime_s=reading.uptime.get(1),
         first_snapshot_line=reading.snapshot_lines.get(1),
         first_snapshot_complete=reading.threads_started,
@@ -664,6 +670,7 @@ def _mark_collector(facts: ProcessesFacts) -> None:
     if own is None or facts.by_pid(own) is None:
         return
     mine = {own} | {p.pid for p in facts.ancestry(own) if p.pid != 1}
+    mine |= {pid for pid in facts.client_pids if pid != 1}
     children: dict[int, list[int]] = {}
     for entry in facts.processes:
         children.setdefault(entry.ppid, []).append(entry.pid)
@@ -767,5 +774,5 @@ PROBE = Probe(
     sections=sections,
     facts_model=ProcessesFacts,
     parse=parse,
-    rules_module="forensics.probes.process_rules",
+    rules_module="forensics.probes.processes_rules",
 )

@@ -14,6 +14,8 @@ echo "clock_ticks $(getconf CLK_TCK 2>/dev/null)"
 echo "page_size $(getconf PAGESIZE 2>/dev/null)"
 while read -r k v _; do if [ "$k" = btime ]; then echo "btime $v"; fi; done </proc/stat
 echo "self $$"
+# The collector's pids when this host is its own machine (written by the host script).
+if [ -r client.pids ]; then read -r c <client.pids; echo "client $c"; fi
 # shellcheck disable=SC2086 # /proc paths, split on purpose: one head per batch
 _dump() {
   a=; n=0

@@ -197,7 +197,6 @@ def parse(captures: Captures, options: CollectOptions) -> ScriptFacts:
     """Read the ``scripts`` section; run the masking rules on each script (pure).
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "scripts 1 262144 6\\nzombie 4242 4240 python3\\nzombies 1\\n"
     ...     "process 4240 4102 zombie_parent\\ncomm 0\\nbash\\ncmdline 0\\n"
@@ -205,9 +204,7 @@ def parse(captures: Captures, options: CollectOptions) -> ScriptFacts:
     ...     "path 0\\n/srv/bench.sh\\nvia fd255\\nsize 71\\ncontent 3\\n"
     ...     "set -uo pipefail\\nif ! ./daemon | tee log; then\\n  echo \\"exit $?\\"\\nfi\\n"
     ... )
-    >>> result = SectionResult(name="scripts", command="", exit_status=0, duration_s=0.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"scripts": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"scripts": Captured.complete("scripts", text)}, CollectOptions())
     >>> script = facts.scripts[0]
     >>> script.path, script.content_first_line, script.processes[0].interpreter_options
     ('/srv/bench.sh', 19, ['-e'])

@@ -87,15 +87,12 @@ def parse(captures: Captures, options: CollectOptions) -> SystemFacts:
     """Read the ``system`` section.
 
     >>> from forensics.core.probe import Captured
-    >>> from forensics.core.models import SectionResult
     >>> text = (
     ...     "tool timeout yes\\ntool nvidia-smi no\\nmarker /.dockerenv\\nbtime 1764441600\\n"
     ...     "==> /proc/uptime <==\\n8400.12 16000.55\\n\\n==> /proc/1/comm <==\\ntini\\n\\n"
     ...     "==> /proc/1/cmdline <==\\n/tini\\x00--\\x00cuzk\\x00--api-key=s3\\x00"
     ... )
-    >>> result = SectionResult(name="system", command="", exit_status=0, duration_s=0.1,
-    ...     bytes=len(text), truncated=False, timed_out=False, finished=True)
-    >>> facts = parse({"system": Captured(result=result, text=text)}, CollectOptions())
+    >>> facts = parse({"system": Captured.complete("system", text)}, CollectOptions())
     >>> facts.container, facts.pid1_name, facts.pid1_cmdline, facts.pid1_is_known_init
     ('docker', 'tini', '/tini -- cuzk --api-key=[REDACTED]', True)
     >>> facts.boot_time.isoformat(), facts.tools

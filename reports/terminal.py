@@ -97,6 +97,8 @@ def render_terminal(report: HostReport, width: int | None = None) -> str:
         if section:
             console.print(Text(section))
     _print_timeline(console, report)
+    if report.host_key and report.host_key.note:
+        console.print(Text(f"host key: {inert(report.host_key.note)}"))
     if report.bundle:
         console.print(Text(f"bundle: {inert(report.bundle)}"))
     return buffer.getvalue()

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forensics.collect import collect as collect_host
-from forensics.core.models import CollectOptions, SectionResult
+from forensics.core.models import CollectOptions
 from forensics.core.probe import Captured, RuleContext
 from forensics.core.targets import parse_target
 from forensics.probes import cgroup, cgroup_rules
@@ -339,17 +339,9 @@ def test_focus_matching_everything_is_capped(tmp_path: Path) -> None:
     assert facts["focus_more"] is True
 
 
-def _captured(text: str) -> Captured:
-    result = SectionResult(
-        name="cgroup", command="", exit_status=0, duration_s=0.1, bytes=len(text),
-        truncated=False, timed_out=False, finished=True,
-    )  # fmt: skip
-    return Captured(result=result, text=text)
-
-
 def test_captured_hybrid_section_parses_to_the_files_it_holds() -> None:
     text = (SAMPLES / "hybrid-debian12-6.18.txt").read_text()
-    facts = cgroup.parse({"cgroup": _captured(text)}, CollectOptions())
+    facts = cgroup.parse({"cgroup": Captured.complete("cgroup", text)}, CollectOptions())
     assert facts.layout == "hybrid"
     root = facts.cgroups[0]
     assert (root.cgroup, root.roles[0], root.unlimited) == ("/", "root", True)
@@ -379,7 +371,7 @@ LINES = st.sampled_from(
 @given(st.lists(st.one_of(LINES, st.text(max_size=40)), max_size=40))
 def test_parser_and_rules_never_raise_on_any_section(lines: list[str]) -> None:
     options = CollectOptions(focus="x")
-    facts = cgroup.parse({"cgroup": _captured("\n".join(lines))}, options)
+    facts = cgroup.parse({"cgroup": Captured.complete("cgroup", "\n".join(lines))}, options)
     facts.counted_oom_kills()
     context = RuleContext(options=options, sections={}, collected_at=datetime.now(UTC))
     for finding in cgroup_rules.rules(facts, context):

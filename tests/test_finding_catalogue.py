@@ -102,7 +102,7 @@ def test_explain_prints_one_entry() -> None:
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("init.not_reaping  (warning)\n")
     assert "question:  Does PID 1 reap orphans?" in result.stdout
-    assert "raised by: forensics.probes.process_rules" in result.stdout
+    assert "raised by: forensics.probes.processes_rules" in result.stdout
 
 
 def test_explain_without_an_id_lists_every_id() -> None:

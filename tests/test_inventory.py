@@ -239,7 +239,7 @@ def test_sweep_refuses_a_bad_inventory_before_touching_any_host(tmp_path: Path) 
 
 
 def test_a_missing_inventory_says_how_to_pass_one(tmp_path: Path) -> None:
-    with pytest.raises(InventoryError, match="no such inventory; pass --inventory FILE"):
+    with pytest.raises(InventoryError, match=r"no such inventory file .*sweep --inventory FILE"):
         load_inventory(tmp_path / "inventory.yaml")
 
 
@@ -250,3 +250,34 @@ def test_any_text_is_an_inventory_or_an_inventory_error(text: str) -> None:
         parse_inventory(text, Path("inventory.yaml"))
     except InventoryError as error:
         assert error.message.startswith("inventory.yaml")
+
+
+def test_check_says_what_a_sweep_would_fail_on_before_it_runs(tmp_path: Path) -> None:
+    key = tmp_path / "key"
+    key.write_text("not readable by anyone\n")
+    key.chmod(0)
+    config = tmp_path / "ssh_config"
+    config.write_text("Host known-alias\n  HostName 127.0.0.1\n")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        "hosts:\n"
+        f"  - {{name: a, host: 127.0.0.1, identity: {tmp_path}/missing}}\n"
+        f"  - {{name: b, host: 127.0.0.1, known_hosts: {tmp_path}/no_known_hosts}}\n"
+        f"  - {{name: c, host: nosuchalias, ssh_config: {config}}}\n"
+        f"  - {{name: d, host: known-alias, ssh_config: {config}}}\n"
+    )
+    result = run_cli("inventory", "check", "--inventory", str(inventory))
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert f"forensics: warning: a: identity file {tmp_path}/missing does not exist" in lines
+    assert any(line.startswith("forensics: warning: b: known_hosts") for line in lines)
+    assert any("c: 'nosuchalias' looks like an SSH config alias" in line for line in lines)
+    assert not any(": d: " in line for line in lines)
+    document = json.loads(run_cli("inventory", "check", str(inventory), "--json").stdout)
+    assert set(document["problems"]) == {"a", "b", "c"}
+
+
+def test_a_missing_inventory_says_how_to_name_one(tmp_path: Path) -> None:
+    result = run_cli("inventory", "check", str(tmp_path / "nope.yaml"))
+    assert result.exit_code == 2
+    assert "forensics inventory check FILE" in result.stderr

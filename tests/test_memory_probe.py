@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.core.models import CollectOptions, SectionResult
+from forensics.core.models import CollectOptions
 from forensics.core.pressure import parse_pressure
 from forensics.core.probe import Captured, RuleContext
 from forensics.probes import memory, memory_rules
@@ -18,17 +18,9 @@ from tests.conftest import run_cli
 SAMPLES = Path(__file__).parent / "samples" / "memory"
 
 
-def _captured(text: str) -> Captured:
-    result = SectionResult(
-        name="memory", command="", exit_status=0, duration_s=0.1, bytes=len(text),
-        truncated=False, timed_out=False, finished=True,
-    )  # fmt: skip
-    return Captured(result=result, text=text)
-
-
 def test_captured_meminfo_reads_in_bytes_and_hugepages_as_counts() -> None:
     text = (SAMPLES / "debian12-6.18.txt").read_text()
-    facts = memory.parse({"memory": _captured(text)}, CollectOptions())
+    facts = memory.parse({"memory": Captured.complete("memory", text)}, CollectOptions())
     assert facts.total_bytes == 24684084 * 1024
     assert facts.huge_pages_total == 0
     assert facts.huge_page_size_bytes == 2048 * 1024
@@ -40,7 +32,7 @@ def test_captured_meminfo_reads_in_bytes_and_hugepages_as_counts() -> None:
 
 def test_host_without_psi_says_why() -> None:
     text = "==> /proc/meminfo <==\nMemTotal: 1000 kB\nMemAvailable: 10 kB\n"
-    facts = memory.parse({"memory": _captured(text)}, CollectOptions())
+    facts = memory.parse({"memory": Captured.complete("memory", text)}, CollectOptions())
     assert facts.pressure is None
     assert facts.pressure_unavailable is not None and "psi=0" in facts.pressure_unavailable
     assert facts.used_bytes == 990 * 1024
@@ -88,7 +80,7 @@ MEMORY_LINES = st.sampled_from(
 def test_parsers_and_rules_never_raise(lines: list[str]) -> None:
     text = "\n".join(lines)
     options = CollectOptions()
-    facts = memory.parse({"memory": _captured(text)}, options)
+    facts = memory.parse({"memory": Captured.complete("memory", text)}, options)
     parse_pressure(text)
     context = RuleContext(options=options, sections={}, collected_at=datetime.now(UTC))
     for finding in memory_rules.rules(facts, context):

@@ -5,6 +5,7 @@ returns that runs as a doctest. Its report partials: tests/test_report_sections.
 from __future__ import annotations
 
 import doctest
+import importlib
 import inspect
 import sys
 from typing import Any
@@ -49,3 +50,13 @@ def test_no_probe_is_listed_by_hand() -> None:
     names = [probe.name for probe in PROBES]
     assert len(names) == len(set(names)) and {"system", "processes", "gpu"} <= set(names)
     assert names == [p.name for p in sorted(PROBES, key=lambda p: (p.run_order, p.name))]
+
+
+@pytest.mark.parametrize(
+    "probe", [p for p in PROBES if p.rules_module], ids=lambda probe: probe.name
+)
+def test_a_rules_module_named_by_a_probe_exists_and_imports_the_probe(probe: Probe[Any]) -> None:
+    assert probe.rules_module == f"{_module(probe).__name__}_rules"
+    module = importlib.import_module(str(probe.rules_module))
+    assert callable(module.rules)
+    assert inspect.signature(module.rules).parameters.keys() == {"facts", "context"}

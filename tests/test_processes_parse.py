@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from forensics.core.models import CollectOptions, Finding
 from forensics.core.probe import RuleContext
 from forensics.core.redaction import redact, redact_argv
-from forensics.probes.process_rules import rules as process_rules
 from forensics.probes.processes import ProcessesFacts
+from forensics.probes.processes_rules import rules as processes_rules
 from forensics.reports.process_tree import tree_lines
 from tests.process_section import NONCE, HostProcess, parse_text, section_text
 
@@ -26,7 +26,7 @@ def judge(facts: ProcessesFacts, focus: str | None = None) -> dict[str, list[Fin
         options=CollectOptions(focus=focus), sections={}, collected_at=datetime.now(UTC)
     )
     found: dict[str, list[Finding]] = {}
-    for finding in process_rules(facts, context):
+    for finding in processes_rules(facts, context):
         found.setdefault(finding.id, []).append(finding)
     return found
 

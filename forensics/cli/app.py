@@ -8,14 +8,13 @@ from typing import Annotated
 
 import typer
 
-from forensics.cli import explain, lint_script
+from forensics.cli import explain, guard, lint_script
 from forensics.cli import report as report_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.analyze import analyze_command
 from forensics.cli.collect import collect_command
 from forensics.cli.history import diff_command, history_command
 from forensics.cli.inventory import app as inventory_app
-from forensics.cli.runner import run_app
 from forensics.cli.schema import schema_command
 from forensics.cli.sweep import sweep_command
 from forensics.cli.version import version_command
@@ -74,4 +73,4 @@ app.add_typer(inventory_app, name="inventory")
 
 def main() -> None:
     """Run the whole application (``forensics.cli.entry`` is the executable)."""
-    run_app(app)
+    guard.run(app)

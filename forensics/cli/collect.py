@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,9 +13,12 @@ from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.host_output import exit_status, print_report
 from forensics.cli.options import Given, declared_options
 from forensics.collect import collect
+from forensics.core.errors import UsageError
+from forensics.core.exit_status import ExitStatus
 from forensics.core.models import CollectOptions, SshOptions
 from forensics.core.targets import parse_target
 from forensics.probes import PROBES
+from forensics.remote.transport import explain as explain_ssh_settings
 from forensics.reports import Format
 
 TargetArgument = Annotated[
@@ -41,6 +45,14 @@ def collect_command(
     fail_on: Annotated[
         str, typer.Option(help="Exit 1 when a finding is at least: warning, critical, never.")
     ] = "critical",
+    explain_ssh: Annotated[
+        bool,
+        typer.Option(
+            "--explain-ssh",
+            help="Print the SSH settings the target resolves to (as `ssh -G` does, plus the "
+            "keys, known_hosts files and jump hosts used) and exit without connecting.",
+        ),
+    ] = False,
     *,
     given: Given,
 ) -> None:
@@ -64,6 +76,11 @@ def collect_command(
     """
     threshold = parse_fail_on(fail_on)
     parsed = parse_target(target, given.read(SshOptions))
+    if explain_ssh:
+        if parsed.is_local:
+            raise UsageError("--explain-ssh: 'local' uses no SSH")
+        sys.stdout.write(explain_ssh_settings(parsed))
+        raise typer.Exit(ExitStatus.ok)
     options = given.read(CollectOptions)
     if parsed.is_local:  # the script runs in a temp dir: make the operator's paths absolute
         options = options.model_copy(

@@ -11,10 +11,12 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from forensics.cli.messages import say
 from forensics.core.errors import UsageError
 from forensics.core.escaping import inert
 from forensics.fleet.inventory import Inventory, load_inventory
 from forensics.fleet.located_yaml import read_bounded
+from forensics.fleet.preflight import problems
 from forensics.fleet.vastai import notes, parse_instances, to_yaml
 from forensics.reports.terminal import plain_console, plain_table
 
@@ -32,24 +34,41 @@ app = typer.Typer(
 @app.command("check")
 def check_command(
     inventory: Annotated[
-        Path, typer.Argument(metavar="[FILE]", help="Default: ./inventory.yaml.")
-    ] = Path("inventory.yaml"),
+        Path | None, typer.Argument(metavar="[FILE]", help="Default: ./inventory.yaml.")
+    ] = None,
+    inventory_option: Annotated[
+        Path | None,
+        typer.Option("--inventory", help="The inventory file, as `sweep --inventory` names it."),
+    ] = None,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the resolved hosts as JSON.")
     ] = False,
 ) -> None:
-    """Validate the inventory and print every host as a sweep would collect it.
+    """Validate the inventory and print every host as a sweep would collect it, then what
+    a sweep would fail on before connecting: an identity or known_hosts file that does
+    not exist or cannot be read, an SSH config that is missing or malformed, a name that
+    is neither an address nor known to the SSH config or /etc/hosts.
 
     An error names the file, the line and the field, and exits 2:
     inventory.yaml:14: hosts[2].port: must be 1..65535, got 'abc'
+
+    What a sweep would fail on is said on stderr, one line per problem (and under
+    "problems" with --json); the exit status stays 0, since a key may be created, or a
+    file mounted, before the sweep runs. Exit status: 0 valid; 2 invalid.
     """
-    loaded = load_inventory(inventory)
+    if inventory is not None and inventory_option is not None and inventory != inventory_option:
+        raise UsageError("give the inventory once: FILE or --inventory FILE")
+    loaded = load_inventory(inventory or inventory_option or Path("inventory.yaml"))
+    found = {host.name: problems(host.target) for host in loaded.hosts}
     if json_output:
-        sys.stdout.write(
-            json.dumps(loaded.model_dump(mode="json"), indent=2, allow_nan=False) + "\n"
-        )
-        return
-    sys.stdout.write(render_inventory(loaded))
+        document = loaded.model_dump(mode="json")
+        document["problems"] = {name: said for name, said in found.items() if said}
+        sys.stdout.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(render_inventory(loaded))
+        for name, said in found.items():
+            for problem in said:
+                say(f"warning: {name}: {problem}")
 
 
 def render_inventory(inventory: Inventory, width: int | None = None) -> str:

@@ -11,12 +11,11 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from pydantic import BaseModel, Field
 
-from forensics.cli.runner import run_app
 from forensics.core.escaping import inert
 from forensics.core.exit_status import ExitStatus
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
@@ -99,11 +98,11 @@ def _lint_file(
     return result, checked
 
 
-def run(arguments: list[str]) -> NoReturn:
-    """``forensics lint-script ARGS`` without the rest of the application."""
+def application() -> typer.Typer:
+    """``forensics lint-script`` as an app of its own, started without the rest of the CLI."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     app.command()(lint_script_command)
-    run_app(app, arguments, "forensics lint-script")
+    return app
 
 
 def _beside(directory: Path) -> Callable[[str], str | None]:

@@ -123,13 +123,17 @@ class SshOptions(Declared):
         default=None, description="Private key file."
     )
     ssh_config: Annotated[str | None, CommandLine(metavar="FILE")] = Field(
-        default=None, description="SSH config file (default ~/.ssh/config when it exists)."
+        default=None,
+        description="SSH config file, read as `ssh -F FILE` would (default ~/.ssh/config and "
+        "/etc/ssh/ssh_config).",
     )
     proxy_jump: Annotated[str | None, AfterValidator(_jump_hosts)] = Field(
         default=None, description="Jump hosts, as ssh -J: [user@]host[:port][,...]."
     )
     known_hosts: Annotated[str | None, CommandLine(metavar="FILE")] = Field(
-        default=None, description="known_hosts file (default ~/.ssh/known_hosts)."
+        default=None,
+        description="known_hosts file, the only one checked (default: the SSH config's "
+        "known_hosts files).",
     )
     accept_new_host_key: bool = Field(
         default=False,
@@ -354,6 +358,9 @@ class HostKeySeen(Frozen):
     key_type: str
     sha256_fingerprint: str = Field(description="As OpenSSH prints it: SHA256:base64.")
     trust: Literal["known_hosts", "accepted_new", "not_applicable"]
+    note: str | None = Field(
+        default=None, description="Why a key not in known_hosts was trusted, when not asked."
+    )
 
 
 class HostStream(Frozen):

@@ -45,3 +45,14 @@ def parse_float(text: str | None, *, minimum: float | None = None) -> float | No
     if not math.isfinite(value) or abs(value) >= FLOAT_LIMIT:
         return None
     return None if minimum is not None and value < minimum else value
+
+
+def parse_flag(text: str | None) -> bool | None:
+    """A kernel 0/1 switch (``oom_kill_disable 1``, ``dmesg_restrict``): any other integer is
+    on too; None when ``text`` holds no integer.
+
+    >>> parse_flag("1"), parse_flag("0"), parse_flag("yes")
+    (True, False, None)
+    """
+    value = parse_int(text)
+    return None if value is None else value != 0

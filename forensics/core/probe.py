@@ -39,6 +39,25 @@ class Captured:
     def lines(self) -> list[str]:
         return self.text.splitlines()
 
+    @classmethod
+    def complete(cls, section: str, text: str) -> Captured:
+        """A section that finished normally with ``text``: how a sample feeds a parser.
+
+        >>> Captured.complete("memory", "MemTotal: 12 kB\\n").result.usable
+        True
+        """
+        result = SectionResult(
+            name=section,
+            command="",
+            exit_status=0,
+            duration_s=0.1,
+            bytes=len(text.encode()),
+            truncated=False,
+            timed_out=False,
+            finished=True,
+        )
+        return cls(result=result, text=text)
+
 
 Captures = Mapping[str, Captured]
 

@@ -159,7 +159,8 @@ def load_inventory(path: Path) -> Inventory:
         text = read_bounded(path)
     except FileNotFoundError as error:
         raise InventoryError(
-            f"{path}: no such inventory; pass --inventory FILE (see docs/INVENTORY.md)"
+            f"{path}: no such inventory file (name it: forensics inventory check FILE, "
+            "forensics sweep --inventory FILE; see docs/INVENTORY.md)"
         ) from error
     except (OSError, ValueError) as error:
         raise InventoryError(f"{path}: cannot read the inventory: {error}") from error

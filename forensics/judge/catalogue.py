@@ -374,7 +374,7 @@ _ENTRIES = (
             "Read its exit status from /proc/PID/stat (field 52) to learn how it ended.",
             "Look at its parent: what it waits in (process.parent_not_reaping).",
         ),
-        raised_by="forensics.probes.process_rules",
+        raised_by="forensics.probes.processes_rules",
     ),
     FindingKind(
         id="process.parent_not_reaping",
@@ -387,7 +387,7 @@ _ENTRIES = (
             "Read the parent's wchan and stack: cat /proc/PPID/wchan /proc/PPID/stack",
             "Fix or restart the parent; killing the zombie does nothing.",
         ),
-        raised_by="forensics.probes.process_rules",
+        raised_by="forensics.probes.processes_rules",
     ),
     FindingKind(
         id="process.zombie_threads_alive",
@@ -401,7 +401,7 @@ _ENTRIES = (
             "/proc/PID/task/*/wchan",
             "Watch its memory drain: forensics watch HOST --pid PID",
         ),
-        raised_by="forensics.probes.process_rules",
+        raised_by="forensics.probes.processes_rules",
     ),
     FindingKind(
         id="init.not_reaping",
@@ -413,7 +413,7 @@ _ENTRIES = (
             "Run the container with an init: docker run --init, or tini as the entrypoint.",
             "Restarting the container clears the zombies; killing them does nothing.",
         ),
-        raised_by="forensics.probes.process_rules",
+        raised_by="forensics.probes.processes_rules",
     ),
     FindingKind(
         id="process.uninterruptible",
@@ -426,7 +426,7 @@ _ENTRIES = (
             "See the kernel stack as root: cat /proc/PID/stack",
             "Look for hung-task and driver messages in the kernel log.",
         ),
-        raised_by="forensics.probes.process_rules",
+        raised_by="forensics.probes.processes_rules",
     ),
     FindingKind(
         id="focus.not_running",
@@ -438,7 +438,7 @@ _ENTRIES = (
             "Find how it ended: the oom.* and kernel.* findings, its logs, its parent.",
             "Check the pattern by hand: ps -eo pid,stat,lstart,args | grep -E PATTERN",
         ),
-        raised_by="forensics.probes.process_rules",
+        raised_by="forensics.probes.processes_rules",
     ),
     FindingKind(
         id="cgroup.memory_near_limit",

@@ -37,6 +37,10 @@ _TRAP = re.compile(
     r"trap [a-zA-Z0-9 ]+?) ip:(?P<ip>[0-9a-fA-F]+) sp:(?P<sp>[0-9a-fA-F]+) "
     r"error:(?P<error>[0-9a-fA-F]+)(?: in (?P<where>[^\[\s]+)\[)?"
 )
+_SUPPRESSED = re.compile(
+    r"^(?P<function>show_signal_msg|show_signal|do_trap|do_general_protection|"
+    r"__bad_area_nosemaphore): (?P<count>\d+) callbacks suppressed"
+)
 _SIGNALS = {
     "segfault": "SIGSEGV",
     "general protection fault": "SIGSEGV",
@@ -130,3 +134,22 @@ def page_fault_words(error: int) -> str:
     access = "instruction fetch from" if error & 16 else "write to" if error & 2 else "read of"
     target = "a protected address" if error & 1 else "an unmapped address"
     return f"{mode} {access} {target}"
+
+
+def suppressed_faults(lines: Sequence[KernelLine]) -> int:
+    """How many fault messages the kernel's rate limit dropped.
+
+    >>> from forensics.kernel.lines import Clock, read_lines
+    >>> log = (
+    ...     "[ 9.0] show_signal_msg: 38 callbacks suppressed\\n"
+    ...     "[ 9.1] do_trap: 2 callbacks suppressed\\n"
+    ... )
+    >>> suppressed_faults(read_lines(log, 1, Clock()))
+    40
+    """
+    total = 0
+    for line in lines:
+        if "callbacks suppressed" in line.message:
+            match = _SUPPRESSED.match(line.message)
+            total += int(match.group("count")) if match else 0
+    return total

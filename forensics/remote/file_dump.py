@@ -35,6 +35,26 @@ class DumpedFile:
         """Section line number of the content's line ``index`` (0-based)."""
         return self.first_line + index
 
+    def keyed(self) -> dict[str, str]:
+        """A ``key value`` file (``memory.events``, ``memory.oom_control``) as a mapping.
+
+        >>> DumpedFile("oom 2\\noom_kill 1\\n", 5).keyed()
+        {'oom': '2', 'oom_kill': '1'}
+        """
+        pairs = (line.split(None, 1) for line in self.content.splitlines())
+        return {pair[0]: pair[1].strip() for pair in pairs if len(pair) == 2}
+
+    def key_index(self, key: str) -> int | None:
+        """The 0-based content line that starts with ``key``, None when none does.
+
+        >>> DumpedFile("oom 2\\noom_kill 1\\n", 5).key_index("oom_kill")
+        1
+        """
+        for index, line in enumerate(self.content.splitlines()):
+            if line.split(None, 1)[:1] == [key]:
+                return index
+        return None
+
 
 def dumped_files(text: str, paths: Sequence[str]) -> dict[str, DumpedFile]:
     """Like ``split_head_output``, keeping where each file starts in the section, so that

@@ -8,7 +8,8 @@
 # NULs and newlines read as spaces, trailing spaces dropped. forensics/core/focus.py reads
 # the same two texts the same way. Kernel threads never match, nor do this collection's
 # own processes: this shell, its ancestors (in "collect local", the forensics command,
-# whose command line holds the regex) and its descendants. The regex reaches grep through
+# whose command line holds the regex), its descendants and, when the host is the
+# collector's own machine, the collector's pids (client.pids). The regex reaches grep through
 # focus.re, never on a command line.
 #
 # The names and command lines come through one head, each process's files after a
@@ -39,6 +40,8 @@ _fx_focus() {
   while _fx_ppid "$_fx_p" && [ "$_fx_pp" -gt 1 ]; do
     _fx_p=$_fx_pp; _fx_self="$_fx_self$_fx_p "
   done
+  # The collector itself, when this host is the machine it runs on (see host_script.sh).
+  if [ -r client.pids ]; then read -r _fx_c <client.pids; _fx_self="$_fx_self$_fx_c "; fi
   # shellcheck disable=SC2013 # pids: one word each
   for _fx_p in $(awk -F: 'NR == FNR { hit[$1] = 1; next } (FNR in hit) && !seen[$0]++' fhit fpid); do
     case $_fx_self in *" $_fx_p "*) continue ;; esac

@@ -23,12 +23,14 @@ preamble of ``name='value'`` lines (``assignments``); no text is substituted ins
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 from forensics.core.focus import host_octal
 from forensics.core.models import SectionResult, SectionSpec
@@ -98,8 +100,12 @@ def compose(
 
     The prelude (``host_script.sh``) makes the private directory, writes ``focus.sh`` and,
     with ``focus``, the regex into it, and defines ``_fx_sec``, which runs one section.
+    It also carries this machine's boot id and this process's pids (``client_identity``):
+    when the host turns out to be this very machine (``collect root@127.0.0.1``), they
+    join the collection's own processes, which never match ``--focus``.
     """
     nonce = nonce or secrets.token_hex(16)
+    client_boot, client_pids = client_identity()
     names = [s.name for s in sections]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate section names: {names}")
@@ -111,6 +117,8 @@ def compose(
             "_fx_errbytes": STDERR_LINE_BYTES,
             "_fx_focus_octal": host_octal(focus) if focus else "",
             "_fx_focus_sh": shell_file("forensics.remote", "focus.sh") if focus else "",
+            "_fx_client_boot": client_boot,
+            "_fx_client_pids": " ".join(str(pid) for pid in client_pids),
         }
     )
     calls = [
@@ -126,6 +134,31 @@ def compose(
         + "\n"
     )
     return Script(text=text, nonce=nonce, sections=tuple(sections))
+
+
+def client_identity() -> tuple[str, tuple[int, ...]]:
+    """This machine's boot id and the pids of this process and its ancestors (PID 1
+    aside); ``("", ())`` where /proc cannot tell.
+
+    >>> boot, pids = client_identity()
+    >>> pids[0] == os.getpid() if pids else True
+    True
+    """
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "", ()
+    pids: list[int] = []
+    pid = os.getpid()
+    while pid > 1 and len(pids) < 64:
+        pids.append(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        fields = stat[stat.rindex(")") + 2 :].split()
+        pid = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+    return boot, tuple(pids)
 
 
 ShellValue = str | int | Sequence[str] | None

@@ -3,6 +3,7 @@
 # forensics/remote/host_script.py: _fx_n (this run's nonce), _fx_kill (seconds between
 # TERM and KILL when a section overruns), _fx_errlines (stderr lines kept per section),
 # _fx_errbytes (bytes kept of each stderr line),
+# _fx_client_boot and _fx_client_pids (the collector's machine and pids),
 # _fx_focus_octal (the --focus regex as printf %b escapes, or empty) and _fx_focus_sh (the
 # text of focus.sh). Then come the calls: _fx_sec NAME TIMEOUT MAX_BYTES 'SHELL'.
 LC_ALL=C; export LC_ALL
@@ -19,6 +20,12 @@ cd "$_fx_d" || exit 70
 # Sections find the focus processes with the function in focus.sh, the regex in focus.re.
 printf '%s\n' "$_fx_focus_sh" >focus.sh
 if [ -n "$_fx_focus_octal" ]; then printf '%b' "$_fx_focus_octal" >focus.re; fi
+# When this host is the machine the collector runs on, the collector's own processes
+# (whose command line holds the --focus regex) are this collection's too: client.pids.
+_fx_b=; { read -r _fx_b </proc/sys/kernel/random/boot_id; } 2>/dev/null
+if [ -n "$_fx_client_pids" ] && [ "$_fx_b" = "$_fx_client_boot" ]; then
+  printf '%s\n' "$_fx_client_pids" >client.pids
+fi
 if timeout -k 1 5 true 2>/dev/null; then _fx_to=k
 elif timeout -t 5 true 2>/dev/null; then _fx_to=t
 else _fx_to=w

@@ -21,7 +21,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +39,9 @@ from forensics.core.errors import (
 )
 from forensics.core.models import HostKeySeen, Target
 from forensics.remote.host_script import Script
+from forensics.remote.known_hosts import KnownHosts, host_names
 from forensics.remote.received import Received
+from forensics.remote.ssh_config import SshSettings, resolve
 
 # paramiko logs the failures of its transport thread (a host that never sends its banner:
 # a 20-line traceback) to a logger without handlers, which Python then prints on stderr.
@@ -222,106 +226,236 @@ def fingerprint(key: paramiko.PKey) -> str:
 
 
 class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
-    """Strict by default; with ``accept_new`` trust on first use, saved to known_hosts."""
+    """One hop's host key judged as OpenSSH judges it, against every known_hosts file the
+    hop's settings name (or ``--known-hosts``): paramiko is given no keys of its own, so it
+    always asks here. Unknown keys are refused unless trust on first use was chosen
+    (``--accept-new-host-key`` or ``StrictHostKeyChecking accept-new``; ``no`` is taken as
+    ``accept-new``, and says so); a changed or revoked key, never."""
 
-    def __init__(self, known_hosts: Path, accept_new: bool) -> None:
-        self.known_hosts = known_hosts
-        self.accept_new = accept_new
+    def __init__(self, settings: SshSettings, target: Target) -> None:
+        self.settings = settings
+        files = (
+            [Path(target.known_hosts).expanduser()]
+            if target.known_hosts
+            else settings.known_hosts_paths()
+        )
+        self.files = files
+        self.write_to = files[0]
+        try:
+            self.known = KnownHosts.load(files)
+        except OSError as error:
+            raise UsageError(str(error)) from error
+        strict = settings.strict_host_key_checking
+        self.accept_new = target.accept_new_host_key or strict in ("accept-new", "false")
+        self.note = (
+            "StrictHostKeyChecking no in the SSH config is treated as accept-new: an unknown "
+            "key was recorded; a changed key is still refused"
+            if strict == "false" and not target.accept_new_host_key
+            else None
+        )
         self.accepted: list[tuple[str, paramiko.PKey]] = []
+
+    @property
+    def names(self) -> list[str]:
+        return host_names(self.settings.hostname, self.settings.port, self.settings.host_key_alias)
 
     def missing_host_key(
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
-        if not self.accept_new:
+        seen = f"{key.get_name()} {fingerprint(key)}"
+        judgement = self.known.judge(self.names, key.get_name(), key.get_base64())
+        line = judgement.line
+        if judgement.verdict == "known":
+            return
+        if judgement.verdict == "revoked" and line is not None:
             raise HostKeyRejected(
-                f"host key {key.get_name()} {fingerprint(key)} is not in {self.known_hosts}; "
-                "check it, then re-run with --accept-new-host-key"
+                f"host key {seen} is marked @revoked in {line.where}; refusing to connect"
             )
-        client.get_host_keys().add(hostname, key.get_name(), key)
-        self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
-        with self.known_hosts.open("a") as handle:
-            handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
-        self.accepted.append((hostname, key))
+        if judgement.verdict == "changed" and line is not None:
+            expected = ", ".join(
+                f"{_line_fingerprint(known.key)} ({known.where})" for known in judgement.expected
+            )
+            raise HostKeyRejected(
+                f"HOST KEY CHANGED: it presented {seen}, known_hosts expects {expected}; "
+                "someone may be intercepting, or the host was rebuilt: verify, then remove "
+                f"the old line (ssh-keygen -R '{self.names[0]}' -f {line.path})"
+            )
+        if judgement.verdict == "cert_authority_only" and line is not None:
+            raise HostKeyRejected(
+                f"{line.where} trusts a certificate authority (@cert-authority) for this "
+                "host, but the SSH library this tool uses (paramiko) cannot verify host "
+                f"certificates; the host presented {seen}: check it, then add it to "
+                f"known_hosts (ssh-keyscan -p {self.settings.port} {self.settings.hostname})"
+            )
+        if not self.accept_new:
+            checked = ", ".join(str(path) for path in self.files)
+            raise HostKeyRejected(
+                f"host key {seen} is not in known_hosts ({checked}); check it, then re-run "
+                "with --accept-new-host-key"
+            )
+        self.write_to.parent.mkdir(parents=True, exist_ok=True)
+        with self.write_to.open("a") as handle:
+            handle.write(f"{self.names[0]} {key.get_name()} {key.get_base64()}\n")
+        self.accepted.append((self.names[0], key))
 
 
-def _prepare_client(connection: Connection, policy: _HostKeyPolicy) -> None:
-    client = paramiko.SSHClient()
-    if policy.known_hosts.exists():
-        try:
-            client.load_host_keys(str(policy.known_hosts))
-        except (OSError, paramiko.SSHException) as error:
-            raise UsageError(f"cannot read known_hosts {policy.known_hosts}: {error}") from error
-    client.set_missing_host_key_policy(policy)
-    connection.client = client
-    gateway = connection.gateway
-    if isinstance(gateway, Connection):
-        _prepare_client(gateway, policy)
+def _line_fingerprint(key_base64: str) -> str:
+    try:
+        digest = hashlib.sha256(base64.b64decode(key_base64)).digest()
+    except ValueError:
+        return "an unreadable key"
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
 
 
-def _connection(target: Target) -> Connection:
-    overrides: dict[str, object] = {"load_ssh_configs": True}
-    config_path = target.ssh_config
-    if config_path is None:
-        default = Path.home() / ".ssh" / "config"
-        config_path = str(default) if default.exists() else None
-    if config_path is not None and not Path(config_path).is_file():
-        raise UsageError(f"SSH config file not found: {config_path}")
-    config = Config(overrides=overrides, runtime_ssh_path=config_path)
-    if config_path is None:
-        config.load_ssh_config()
-    connect_kwargs: dict[str, object] = {
-        "banner_timeout": target.connect_timeout,
-        "auth_timeout": target.connect_timeout,
-    }
-    if target.identity:
-        identity = Path(target.identity).expanduser()
-        _check_identity(identity)
-        connect_kwargs["key_filename"] = [str(identity)]
-        connect_kwargs["look_for_keys"] = False
-        connect_kwargs["allow_agent"] = False
+@dataclass
+class _Hop:
+    """One connection of the chain: jump hosts first, the target last."""
+
+    where: str
+    settings: SshSettings
+    connection: Connection
+    policy: _HostKeyPolicy
+
+
+def _plan(target: Target) -> list[_Hop]:
+    """Resolve the target and its jump hosts as ssh would (ssh_config, then the command
+    line's --user/--port/--proxy-jump winning), each hop with its own keys and known_hosts."""
     assert target.host is not None
+    config = Path(target.ssh_config).expanduser() if target.ssh_config else None
+    settings = resolve(
+        target.host, config=config, user=target.user, port=target.port,
+        proxy_jump=target.proxy_jump,
+    )  # fmt: skip
+    hops: list[_Hop] = []
+    gateway: Connection | str | None = None
+    for jump in settings.jumps():
+        hop = resolve(jump.host, config=config, user=jump.user, port=jump.port, proxy_jump="none")
+        if (hop.hostname, hop.port) == (settings.hostname, settings.port):
+            raise UsageError(
+                f"{target.name}: the jump host {str(jump)!r} is the target itself "
+                f"({settings.hostname}:{settings.port}); a hop must be another machine "
+                f"(for a ssh_config wildcard, exclude it: Host * !{target.host})"
+            )
+        connection = _connection_for(hop, target, gateway)
+        hops.append(
+            _Hop(f"jump host {hop.user}@{hop.hostname}:{hop.port}", hop, connection,
+                 _HostKeyPolicy(hop, target))
+        )  # fmt: skip
+        gateway = connection
+    if gateway is None and settings.proxy_command and settings.proxy_command.lower() != "none":
+        gateway = settings.expand(settings.proxy_command)
+    connection = _connection_for(settings, target, gateway)
+    where = f"{settings.user}@{settings.hostname}:{settings.port}"
+    hops.append(_Hop(where, settings, connection, _HostKeyPolicy(settings, target)))
+    return hops
+
+
+def _connection_for(
+    settings: SshSettings, target: Target, gateway: Connection | str | None
+) -> Connection:
+    timeout = _connect_timeout(settings, target)
     connection = Connection(
-        target.host,
-        user=target.user,
-        port=target.port,
-        config=config,
-        gateway=False,
-        connect_timeout=target.connect_timeout,
-        connect_kwargs=connect_kwargs,
+        settings.hostname,
+        user=settings.user,
+        port=settings.port,
+        config=Config(overrides={"load_ssh_configs": False}),
+        gateway=gateway,
+        connect_timeout=timeout,
+        connect_kwargs={
+            "banner_timeout": timeout,
+            "auth_timeout": timeout,
+            **_credentials(settings, target),
+        },
     )
-    connection.gateway = _jump_hosts(target, connection, config, connect_kwargs)
     return connection
 
 
-def _jump_hosts(
-    target: Target, connection: Connection, config: Config, connect_kwargs: dict[str, object]
-) -> Connection | str | None:
-    """The chain of jump hosts, from ``--proxy-jump``/the inventory or else ssh_config's
-    ProxyJump; fabric silently drops a whole chain with a hop named like the target, so the
-    chain is built here, and a hop that is the target itself is refused."""
-    hops = target.proxy_jump or connection.ssh_config.get("proxyjump")
-    if not hops or hops.strip().lower() == "none":
-        proxy_command = connection.ssh_config.get("proxycommand")
-        return str(proxy_command) if proxy_command else None
-    gateway: Connection | None = None
-    for hop in (word.strip() for word in hops.split(",")):
-        if not hop:
+def _connect_timeout(settings: SshSettings, target: Target) -> float:
+    """``--connect-timeout`` when given, else the config's ``ConnectTimeout``, else 10 s."""
+    default = Target.model_fields["connect_timeout"].default
+    if target.connect_timeout == default and settings.connect_timeout:
+        return float(settings.connect_timeout)
+    return target.connect_timeout
+
+
+def _credentials(settings: SshSettings, target: Target) -> dict[str, object]:
+    """Which keys to offer: ``-i`` alone when given; else the config's IdentityFile list
+    (only those that exist, like ssh), a CertificateFile attached to its key, and the agent
+    unless ``IdentitiesOnly`` or ``IdentityAgent none``."""
+    if target.identity:
+        identity = Path(target.identity).expanduser()
+        _check_identity(identity)
+        return {"key_filename": [str(identity)], "look_for_keys": False, "allow_agent": False}
+    keys = [path for path in settings.identity_paths() if path.is_file()]
+    credentials: dict[str, object] = {
+        "key_filename": [str(path) for path in keys],
+        "look_for_keys": False,
+        "allow_agent": _agent_path(settings) != "none",
+    }
+    if settings.identities_only and settings.identity_files_given:
+        credentials["allow_agent"] = False
+    for certificate in settings.certificate_paths():
+        signed = _certified_key(certificate, keys)
+        if signed is not None:
+            credentials["pkey"] = signed
+            break
+    return credentials
+
+
+def _certified_key(certificate: Path, keys: list[Path]) -> paramiko.PKey | None:
+    """The private key a user certificate belongs to, with the certificate attached."""
+    if not certificate.is_file():
+        return None
+    candidates = [*keys, Path(str(certificate).removesuffix("-cert.pub"))]
+    for path in candidates:
+        if not path.is_file():
             continue
-        jump = Connection(
-            hop,
-            config=config,
-            gateway=gateway,
-            connect_timeout=target.connect_timeout,
-            connect_kwargs=connect_kwargs,
-        )
-        if (jump.host, jump.port) == (connection.host, connection.port):
-            raise UsageError(
-                f"{target.name}: the jump host {hop!r} is the target itself "
-                f"({connection.host}:{connection.port}); a hop must be another machine "
-                f"(for a ssh_config wildcard, exclude it: Host * !{target.host})"
-            )
-        gateway = jump
-    return gateway
+        try:
+            key = paramiko.PKey.from_path(path)
+            key.load_certificate(str(certificate))
+        except (paramiko.SSHException, ValueError, OSError, TypeError):
+            continue
+        return key
+    raise UsageError(
+        f"CertificateFile {certificate}: no identity file holds the key it certifies "
+        f"(tried {', '.join(str(p) for p in candidates)})"
+    )
+
+
+def _agent_path(settings: SshSettings) -> str | None:
+    """The agent socket ``IdentityAgent`` names: a path, ``SSH_AUTH_SOCK``, ``$VAR`` or
+    ``none``; None for the environment's own."""
+    agent = settings.identity_agent
+    if agent is None or agent == "SSH_AUTH_SOCK":
+        return None
+    if agent.lower() == "none":
+        return "none"
+    if agent.startswith("$"):
+        return os.environ.get(agent[1:], "none")
+    return settings.expand(agent)
+
+
+_AGENT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _agent(settings: SshSettings) -> Iterator[None]:
+    """paramiko reads the agent socket from ``SSH_AUTH_SOCK``: point it at the config's
+    ``IdentityAgent`` while this hop authenticates (one hop at a time)."""
+    path = _agent_path(settings)
+    if path is None or path == "none":
+        yield
+        return
+    with _AGENT_LOCK:
+        before = os.environ.get("SSH_AUTH_SOCK")
+        os.environ["SSH_AUTH_SOCK"] = path
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("SSH_AUTH_SOCK", None)
+            else:
+                os.environ["SSH_AUTH_SOCK"] = before
 
 
 def _check_identity(path: Path) -> None:
@@ -351,55 +485,47 @@ def connect(target: Target) -> tuple[Connection, HostKeySeen]:
     """Open ONE SSH connection to ``target`` under our host-key policy, or raise the
     exception the operator can act on (unreachable, auth refused, host key rejected),
     naming the jump host when a hop failed. The caller closes the connection."""
-    connection = _connection(target)
-    known_hosts = Path(target.known_hosts or Path.home() / ".ssh" / "known_hosts").expanduser()
-    policy = _HostKeyPolicy(known_hosts, target.accept_new_host_key)
-    _prepare_client(connection, policy)
-    hops: list[Connection] = []
-    gateway = connection.gateway
-    while isinstance(gateway, Connection):
-        hops.insert(0, gateway)
-        gateway = gateway.gateway
+    hops = _plan(target)
+    for hop in hops:
+        client = paramiko.SSHClient()
+        client.set_missing_host_key_policy(hop.policy)
+        hop.connection.client = client
     try:
         for hop in hops:
-            _open(hop, f"jump host {hop.user}@{hop.host}:{hop.port}", target, known_hosts)
-        where = f"{connection.user}@{connection.host}:{connection.port}"
-        _open(connection, where, target, known_hosts)
+            with _agent(hop.settings):
+                _open(hop, target)
+            if hop.settings.server_alive_interval and hop.connection.transport is not None:
+                hop.connection.transport.set_keepalive(hop.settings.server_alive_interval)
     except BaseException:
-        for opened in (connection, *reversed(hops)):
-            opened.close()
+        for hop in reversed(hops):
+            hop.connection.close()
         raise
-    transport = connection.transport
+    last = hops[-1]
+    transport = last.connection.transport
     assert transport is not None
     key = transport.get_remote_server_key()
     host_key = HostKeySeen(
         key_type=key.get_name(),
         sha256_fingerprint=fingerprint(key),
-        trust="accepted_new" if policy.accepted else "known_hosts",
+        trust="accepted_new" if last.policy.accepted else "known_hosts",
+        note=last.policy.note if last.policy.accepted else None,
     )
-    return connection, host_key
+    return last.connection, host_key
 
 
-def _open(connection: Connection, where: str, target: Target, known_hosts: Path) -> None:
-    """Open one hop (fabric opens the hops before it, already open), or raise the one
-    exception the operator can act on, naming ``where``."""
+def _open(hop: _Hop, target: Target) -> None:
+    """Open one hop (those before it are open already), or raise the one exception the
+    operator can act on, naming the hop."""
+    where, connection = hop.where, hop.connection
+    timeout = _connect_timeout(hop.settings, target)
     try:
         connection.open()
     except HostKeyRejected as error:
         raise HostKeyRejected(f"{where}: {error.message}") from error
-    except paramiko.BadHostKeyException as error:
-        name = (
-            connection.host if connection.port == 22 else f"[{connection.host}]:{connection.port}"
-        )
-        raise HostKeyRejected(
-            f"{where}: HOST KEY CHANGED: it presented {fingerprint(error.key)}, "
-            f"{known_hosts} expects {fingerprint(error.expected_key)}; someone may be "
-            "intercepting, or the host was rebuilt: verify, then remove the old line "
-            f"(ssh-keygen -R '{name}' -f {known_hosts})"
-        ) from error
     except paramiko.AuthenticationException as error:
         raise AuthRefused(
-            f"{where}: authentication refused ({error}); check --user and --identity"
+            f"{where}: authentication refused ({error}); check --user and --identity "
+            "(or the SSH config's User and IdentityFile)"
         ) from error
     except paramiko.ssh_exception.NoValidConnectionsError as error:
         raise Unreachable(f"{where}: {_refusal(error)}") from error
@@ -410,11 +536,36 @@ def _open(connection: Connection, where: str, target: Target, known_hosts: Path)
         ) from error
     except TimeoutError as error:
         raise Unreachable(
-            f"{where}: no answer within {target.connect_timeout:g}s; "
+            f"{where}: no answer within {timeout:g}s; "
             "check the address and port, or raise --connect-timeout"
         ) from error
     except (OSError, paramiko.SSHException, EOFError) as error:
         raise Unreachable(f"{where}: {_failure(connection, error, target)}") from error
+
+
+def explain(target: Target) -> str:
+    """What ``--explain-ssh`` prints: the resolved settings in ``ssh -G``'s words, then, as
+    comments, what the tool makes of them (files read, keys found, known_hosts, hops)."""
+    hops = _plan(target)
+    last = hops[-1].settings
+    lines = last.ssh_g_lines()
+    lines.append(f"# config files read: {', '.join(last.files_read) or 'none'}")
+    lines += [f"# {note}" for note in last.notes]
+    for hop in hops:
+        settings = hop.settings
+        keys = [
+            f"{path} ({'found' if path.is_file() else 'missing'})"
+            for path in settings.identity_paths()
+        ]
+        known = ", ".join(
+            f"{path} ({'found' if path.is_file() else 'missing'})" for path in hop.policy.files
+        )
+        lines.append(f"# {hop.where}:")
+        lines.append(f"#   identity files: {'; '.join(keys) or 'none'}")
+        lines.append(f"#   known_hosts: {known}; key filed as {', '.join(hop.policy.names)}")
+        mode = "accept new keys" if hop.policy.accept_new else "refuse unknown keys"
+        lines.append(f"#   host key checking: {mode}; a changed or revoked key is refused")
+    return "\n".join(lines) + "\n"
 
 
 def run_ssh(target: Target, script: Script, deadline: float) -> RunOutcome:
