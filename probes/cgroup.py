@@ -255,11 +255,12 @@ class CgroupFacts(ProbeFacts):
         """``counters`` and its visible ancestors, nearest first."""
         by_cgroup = {c.cgroup: c for c in self.cgroups if c.version == counters.version}
         chain = [counters]
-        cgroup = counters.cgroup
-        while cgroup != "/":
-            cgroup = cgroup.rsplit("/", 1)[0] or "/"
-            if cgroup in by_cgroup:
-                chain.append(by_cgroup[cgroup])
+        # By components, so that any name the host reports ("job", "a//b") ends the walk.
+        parts = [part for part in counters.cgroup.split("/") if part]
+        for depth in range(len(parts) - 1, -1, -1):
+            ancestor = "/" + "/".join(parts[:depth])
+            if ancestor in by_cgroup and by_cgroup[ancestor] is not counters:
+                chain.append(by_cgroup[ancestor])
         return chain
 
     def focus_in(self, counters: CgroupCounters) -> list[FocusProcess]:

@@ -60,3 +60,30 @@ def markdown_fence(text: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{shown}\n{fence}"
+
+
+_WIKI_SPECIAL = re.compile(r"[\\{}\[\]|!#]|(?<!\w)[-+^~_*?]|[-+^~_*?](?!\w)")
+
+
+def jira_wiki_inline(text: str) -> str:
+    """Escape text for Jira wiki markup (a paragraph or a table cell): one line, no
+    emphasis, link, macro or cell boundary can start. Emphasis marks inside a word
+    (``prover-1``) cannot start any and stay as they are.
+
+    >>> print(jira_wiki_inline("a|b *bold* {code} [x|http://e] -x- prover-1 2+2"))
+    a\\|b \\*bold\\* \\{code\\} \\[x\\|http://e\\] \\-x\\- prover-1 2+2
+    """
+    flat = inert(text.replace("\r\n", " ").replace("\n", " "))
+    return _WIKI_SPECIAL.sub(lambda match: "\\" + match.group(0), flat)
+
+
+def jira_wiki_block(text: str) -> str:
+    """A ``{noformat}`` block the text cannot close early.
+
+    >>> print(jira_wiki_block("x {noformat} y"))
+    {noformat}
+    x {noformat\\} y
+    {noformat}
+    """
+    shown = inert(text).replace("{noformat}", "{noformat\\}")
+    return f"{{noformat}}\n{shown}\n{{noformat}}"

@@ -19,7 +19,12 @@ class CliResult:
     stderr: str
 
 
-def run_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> CliResult:
+def run_cli(
+    *args: str,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> CliResult:
     """Run the real ``forensics`` command line in a child process."""
     completed = subprocess.run(
         [sys.executable, "-m", "forensics", *args],
@@ -28,6 +33,7 @@ def run_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None)
         timeout=timeout,
         env={**os.environ, **(env or {})},
         stdin=subprocess.DEVNULL,
+        cwd=cwd,
     )
     return CliResult(completed.returncode, completed.stdout, completed.stderr)
 

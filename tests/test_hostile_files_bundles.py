@@ -90,7 +90,12 @@ def size_differs_from_manifest(bundle: Path, outside: Path) -> None:
     _edit_manifest(bundle, lambda m: _section(m).update(bytes=1))
 
 
+def manifest_nested_past_any_parser(bundle: Path, outside: Path) -> None:
+    (bundle / "manifest.json").write_text("[" * 100_000)
+
+
 CASES: dict[str, tuple[Tamper, str]] = {
+    "nested_manifest": (manifest_nested_past_any_parser, "unreadable manifest: Invalid JSON"),
     "null_hash": (null_hash, "has no sha256"),
     "symlink": (symlink_out_of_the_bundle, "is a symbolic link"),
     "climbing_name": (section_name_climbs_out, "is not a plain name"),

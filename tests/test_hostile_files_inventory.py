@@ -154,3 +154,11 @@ def test_a_raw_escape_byte_is_one_line_naming_it(tmp_path: Path) -> None:
         f"forensics: {inventory}:2: YAML syntax: raw control character U+001B\n"
     )
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+
+
+def test_nesting_deep_enough_to_exhaust_the_parser_is_one_line(tmp_path: Path) -> None:
+    inventory = tmp_path / "deep.yaml"
+    inventory.write_text("hosts: " + "[" * 5000 + "]" * 5000 + "\n")
+    code, stderr, elapsed = _bounded_check(str(inventory))
+    assert code == 2 and elapsed < 20, stderr
+    assert stderr == f"forensics: {inventory}:1: nested more than 64 levels deep; refused\n"

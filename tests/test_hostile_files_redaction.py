@@ -54,6 +54,11 @@ FORMS: dict[str, Callable[[str], str]] = {
     "github_pat": lambda s: f"github_pat_{s}{s}",
     "gitlab": lambda s: f"glpat-{s}{s}"[:26],
     "slack": lambda s: f"xoxb-{s}-{s}",
+    "slack_refresh": lambda s: f"xoxe-{s}",
+    "pgp": lambda s: (
+        f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF{s}\n=ab12\n"
+        "-----END PGP PRIVATE KEY BLOCK-----"
+    ),
     "jwt": lambda s: f"eyJhbGciOiJIUzI1NiJ9.eyJ{s}.{s}",
     "pem": lambda s: (
         f"-----BEGIN RSA PRIVATE KEY-----\nMIIEow{s}\n{s}AQAB\n-----END RSA PRIVATE KEY-----"
@@ -101,12 +106,8 @@ def test_every_form_in_every_container_is_redacted(form: str, container: str, se
 def test_every_form_split_into_arguments_is_redacted(form: str, secret: str) -> None:
     """The same forms as a process's argv (NUL-separated on the host, a list here)."""
     text = FORMS[form](secret)
-    words = text.split(" ") if form != "pem" else [text]
-    argv = (
-        ["mysql" if form == "mysql_p" else "/usr/bin/worker", *words[1:]]
-        if form == ("mysql_p")
-        else ["/usr/bin/worker", *words]
-    )
+    words = text.split(" ") if form not in ("pem", "pgp") else [text]
+    argv = words if form == "mysql_p" else ["/usr/bin/worker", *words]
     redacted = redact_argv(argv)
     assert _hidden(form, secret) not in " ".join(redacted), (form, redacted)
     assert redact_argv(redacted) == redacted

@@ -44,8 +44,11 @@ def test_unreadable_file_exits_2_with_a_clear_line(tmp_path: Path) -> None:
         "lint-script", str(SAMPLES / "benchmark_masked.sh"), str(missing), str(tmp_path)
     )
     assert result.exit_code == 2
-    assert f"{missing}: cannot read: No such file or directory" in result.stdout
-    assert f"{tmp_path}: cannot read: Is a directory" in result.stdout
+    said = result.stderr.splitlines()
+    assert f"forensics: {missing}: cannot read it (No such file or directory)" in said
+    assert f"forensics: {tmp_path}: cannot read it (Is a directory)" in said
+    assert len(said) == 2 and "cannot read" not in result.stdout
+    assert "exit status masked" in result.stdout, "the readable file is still checked"
     assert "Traceback" not in result.stdout + result.stderr
 
 

@@ -9,7 +9,10 @@ from typing import Annotated
 import typer
 
 from forensics.cli import explain, guard, lint_script
+from forensics.cli import pack as pack_command
 from forensics.cli import report as report_command
+from forensics.cli import ticket as ticket_command
+from forensics.cli import verify as verify_command
 from forensics.cli import watch as memory_watch
 from forensics.cli.analyze import analyze_command
 from forensics.cli.collect import collect_command
@@ -63,6 +66,9 @@ app.command("watch")(memory_watch.watch_command)
 app.command("wait")(memory_watch.wait_command)
 app.command("lint-script")(lint_script.lint_script_command)
 app.command("explain")(explain.explain_command)
+app.command("pack")(pack_command.pack_command)
+app.command("verify")(verify_command.verify_command)
+app.command("ticket")(ticket_command.ticket_command)
 app.command("schema")(schema_command)
 app.command("version")(version_command)
 app.command("sweep")(sweep_command)

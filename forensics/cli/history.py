@@ -54,7 +54,7 @@ def history_command(
             sys.stdout.write(json.dumps(asdict(row), default=str) + "\n")
         return
     if not rows:
-        sys.stdout.write(f"no runs{f' of {host}' if host else ''} in {path}\n")
+        sys.stdout.write(inert(f"no runs{f' of {host}' if host else ''} in {path}") + "\n")
         return
     sys.stdout.write(render_runs(rows))
 

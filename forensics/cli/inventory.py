@@ -112,6 +112,5 @@ def import_vastai_command(
         raise UsageError(f"{source}: cannot read: {error}") from error
     hosts, skipped = parse_instances(text)
     for note in notes(hosts, skipped):
-        shown = inert(note).replace("\n", "\\n")  # one line per note, whatever a label holds
-        sys.stderr.write(f"forensics: {shown}\n")
+        say(note)  # one inert line per note, whatever a label holds
     sys.stdout.write(to_yaml(hosts))

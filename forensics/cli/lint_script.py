@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel, Field
 
+from forensics.cli.messages import say
 from forensics.core.escaping import inert
 from forensics.core.exit_status import ExitStatus
 from forensics.shell.lint import ScriptLint, TextShape, describe_text, lint
@@ -57,7 +58,7 @@ def lint_script_command(
 
     One FILE: every place, why, the fix. Several: one line per file (text format).
     Exit status: 0 nothing masked, 1 a masked exit status was found, 2 a file could not be
-    read (or bad usage).
+    read (said on stderr, one line each) or bad usage.
 
     Example: forensics lint-script benchmark.sh --format json
     """
@@ -65,10 +66,15 @@ def lint_script_command(
     if format is LintFormat.json:
         document = [result.model_dump(mode="json") for result, _ in results]
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
-    elif len(results) == 1:
-        sys.stdout.write("".join(_text(result, checked) for result, checked in results))
     else:
-        sys.stdout.write("".join(_one_line(result) for result, _ in results))
+        for result, _ in results:
+            if result.problem is not None:
+                say(f"{result.path}: cannot read it ({result.problem})")
+        readable = [(result, checked) for result, checked in results if result.problem is None]
+        if len(results) == 1:
+            sys.stdout.write("".join(_text(result, checked) for result, checked in readable))
+        else:
+            sys.stdout.write("".join(_one_line(result) for result, _ in readable))
     if any(result.problem for result, _ in results):
         raise typer.Exit(ExitStatus.usage)
     masked = any(result.analysis and result.analysis.issues for result, _ in results)

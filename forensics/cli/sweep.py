@@ -15,6 +15,7 @@ from rich.console import Console
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.messages import say, warn
 from forensics.cli.options import Given, declared_options, read_duration
+from forensics.cli.ticket import settings_from_options
 from forensics.collect import room_needed
 from forensics.core.errors import UsageError
 from forensics.core.escaping import inert_json
@@ -37,6 +38,7 @@ from forensics.fleet.sweep import (
 from forensics.remote import bundle
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
+from forensics.tickets.sweep import SweepTickets
 
 
 def exit_status(
@@ -113,6 +115,23 @@ def sweep_command(
         Path | None,
         typer.Option(help="Lock file that keeps sweeps apart (default OUT/sweep.lock)."),
     ] = None,
+    ticket_on: Annotated[
+        str | None,
+        typer.Option(
+            help="Open a ticket per host and new finding at least this severe (warning, "
+            "critical) at --github, --gitlab or --jira; default: the inventory's `tickets:`."
+        ),
+    ] = None,
+    github: Annotated[str | None, typer.Option(help="Tickets: OWNER/REPO.")] = None,
+    gitlab: Annotated[str | None, typer.Option(help="Tickets: GitLab project.")] = None,
+    jira: Annotated[str | None, typer.Option(help="Tickets: Jira URL.")] = None,
+    jira_project: Annotated[str | None, typer.Option(help="Tickets: Jira project key.")] = None,
+    jira_api: Annotated[str | None, typer.Option(help="Tickets: Jira REST API 2 or 3.")] = None,
+    api_url: Annotated[str | None, typer.Option(help="Tickets: GitHub/GitLab API URL.")] = None,
+    label: Annotated[list[str] | None, typer.Option(help="Tickets: label (repeatable).")] = None,
+    ticket_dry_run: Annotated[
+        bool, typer.Option(help="Print the ticket requests instead of sending them.")
+    ] = False,
     *,
     given: Given,
 ) -> None:
@@ -130,6 +149,8 @@ def sweep_command(
       forensics sweep --group vast --limit 'prover-*' --format json > fleet.json
 
       forensics sweep --every 15m --jitter 30s   # until SIGTERM
+
+      forensics sweep --ticket-on critical --github acme/infra   # GITHUB_TOKEN; docs/TICKETS.md
     """
     threshold = parse_fail_on(fail_on)
     if concurrency < 1:
@@ -148,9 +169,26 @@ def sweep_command(
         host.with_deadlines(timeout_s, connect_timeout_s)
         for host in loaded.select(group or (), limit or ())
     ]
+    ticket_settings = (
+        settings_from_options(
+            on=ticket_on,
+            github=github,
+            gitlab=gitlab,
+            jira=jira,
+            jira_project=jira_project,
+            jira_api=jira_api,
+            api_url=api_url,
+            labels=tuple(label or ()),
+        )
+        if ticket_on or github or gitlab or jira
+        else None
+    )
     bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
     with SweepLock(lock or out / "sweep.lock"):
         store = History.open(history or out / "history.sqlite", warn)
+        tickets = SweepTickets(
+            store, {h.name: h for h in hosts}, say, ticket_settings, ticket_dry_run
+        )
         try:
             sweep = Sweep(
                 hosts=hosts,
@@ -162,9 +200,10 @@ def sweep_command(
             )
             if every_s is None:
                 report = _sweep_once(sweep, StopRequest(), format, interruptible=True)
+                tickets.after(report)
             else:
                 last = run_every(
-                    lambda stop: _sweep_once(sweep, stop, format, interruptible=False),
+                    lambda stop: _ticketed(tickets, _sweep_once(sweep, stop, format, False)),
                     every_s,
                     jitter_s,
                     say,
@@ -200,6 +239,11 @@ def _sweep_once(
             f"stopped by {report.interrupted_by}: collected {len(report.collected)} of "
             f"{len(report.hosts)} hosts; not collected: {', '.join(missing) or 'none'}"
         )
+    return report
+
+
+def _ticketed(tickets: SweepTickets, report: FleetReport) -> FleetReport:
+    tickets.after(report)
     return report
 
 

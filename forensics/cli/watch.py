@@ -27,7 +27,7 @@ from forensics.cli.messages import say
 from forensics.cli.options import Given, declared_options, read_duration
 from forensics.core.cgroup_paths import V2_ROOT
 from forensics.core.errors import CollectionError, Interrupted, UsageError
-from forensics.core.escaping import inert_json
+from forensics.core.escaping import inert, inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import SshOptions, Target
 from forensics.core.targets import parse_target
@@ -413,7 +413,8 @@ def _rate(value: float | None) -> str:
 
 
 def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
+    """A line on stdout; cgroup paths and names come from the host, so it is made inert."""
+    sys.stdout.write(inert(text) + "\n")
     sys.stdout.flush()
 
 

@@ -3,8 +3,8 @@
 ``forensics --help`` and the README document them; a command returns a member, never a
 bare number.
 
->>> int(ExitStatus.findings), ExitStatus.by_signal("SIGTERM")
-(1, <ExitStatus.terminated: 143>)
+>>> int(ExitStatus.findings), ExitStatus.by_signal("SIGTERM"), int(ExitStatus.tracker_refused)
+(1, <ExitStatus.terminated: 143>, 4)
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ class ExitStatus(enum.IntEnum):
     """Could not collect: unreachable, auth or sudo refused, host key, deadline."""
     locked = 4
     """Another sweep holds the history's lock."""
+    tracker_refused = 4
+    """``ticket``: the tracker refused the request or could not be reached."""
     internal_error = 70
     """A bug (sysexits' EX_SOFTWARE); the message asks for a report."""
     interrupted = 130

@@ -35,9 +35,9 @@ _SHORT_SECRET_WORD = rf"(?:{_KEY_CHAR}{{0,64}}{_SECRET_NAME}{_KEY_CHAR}{{0,64}})
 # -----BEGIN RSA PRIVATE KEY----- ... -----END RSA PRIVATE KEY-----, the body over many
 # lines; a block cut before its END line is redacted to the end of its base64.
 _PEM_BLOCK = re.compile(
-    r"(?P<begin>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----)"
+    r"(?P<begin>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)"
     r"(?P<value>(?:[^-]|-(?!----END ))*)"
-    r"(?P<end>-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----)?"
+    r"(?P<end>-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)?"
 )
 # scheme://user:password@host and scheme://:password@host (redis)
 _URL_CREDENTIALS = re.compile(
@@ -77,7 +77,7 @@ _KEYWORD_THEN_VALUE = re.compile(
 _BARE_TOKENS = re.compile(
     r"\b(?P<value>(?i:bearer)\s+[A-Za-z0-9._~+/=-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|"
     r"github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|hf_[A-Za-z0-9]{20,}|"
-    r"sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}|xox[abposr]-[A-Za-z0-9-]{10,}|"
+    r"sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}|xox[a-z]-[A-Za-z0-9-]{10,}|"
     r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,})"
 )
 # mysql -pSECRET: only after a MySQL/MariaDB client on the same line (`-p` is a port to

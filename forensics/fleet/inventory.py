@@ -29,6 +29,7 @@ from pydantic_core import ErrorDetails
 from forensics.core.declared import DeclaredProblem, problem_words, read_declared
 from forensics.core.errors import UsageError
 from forensics.core.models import CollectOptions, Declared, SshOptions, Target, host_problem
+from forensics.core.ticket_settings import TicketSettings
 from forensics.fleet.located_yaml import (
     LocatedYaml,
     YamlProblem,
@@ -61,9 +62,14 @@ class InventoryError(UsageError):
 
 class Settings(BaseModel):
     """What ``defaults``, a group and a host may set: any option of ``SshOptions`` or
-    ``CollectOptions`` by its name (kept as written here, checked once merged)."""
+    ``CollectOptions`` by its name (kept as written here, checked once merged), and where
+    its findings open tickets."""
 
     model_config = ConfigDict(extra="allow")
+
+    tickets: TicketSettings | None = Field(
+        default=None, description="Open tickets for this host's findings (docs/TICKETS.md)."
+    )
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -99,6 +105,7 @@ class ResolvedHost(BaseModel):
     source: str = Field(description="file:line of the host's entry.")
     target: Target
     options: CollectOptions
+    tickets: TicketSettings | None = None
 
     @property
     def address(self) -> str:
@@ -214,7 +221,11 @@ def _unknown_field(field: str) -> str:
 _KNOWN_FIELDS = sorted(
     {
         *OPTIONS,
-        *(name for model in (InventoryFile, Group, HostEntry) for name in model.model_fields),
+        *(
+            name
+            for model in (InventoryFile, Group, HostEntry, TicketSettings)
+            for name in model.model_fields
+        ),
     }
 )
 
@@ -280,7 +291,9 @@ class _Resolver:
         layers.append((where, entry))
         origin: dict[str, tuple[str | int, ...]] = {}
         count = len(self.problems)
+        tickets = None
         for layer_where, layer in layers:
+            tickets = layer.tickets if layer.tickets is not None else tickets
             for field, value in layer.settings.items():
                 if field not in OPTIONS:
                     self._problem((*layer_where, field), _unknown_field(field))
@@ -325,6 +338,7 @@ class _Resolver:
             source=f"{self.path}:{self.document.line_of(where)}",
             target=Target(name=name, host=entry.host, **ssh.model_dump()),
             options=options,
+            tickets=tickets,
         )
 
     def _declared(

@@ -6,7 +6,8 @@ constructor (anchors, aliases and ``<<`` merges work as usual). Duplicate keys, 
 forbids but PyYAML silently resolves in favour of the last one, are errors here.
 
 Inventories come from other people, so reading one is bounded: the file at ``MAX_BYTES``
-(``read_bounded``) and the document, aliases expanded, at ``MAX_NODES`` nodes. A "billion
+(``read_bounded``), the document, aliases expanded, at ``MAX_NODES`` nodes and
+``MAX_DEPTH`` levels of nesting. A "billion
 laughs" (nine levels of nine aliases: ten lines, 387 million nodes once expanded) stops
 at the bound instead of taking the machine's memory.
 """
@@ -25,6 +26,7 @@ Path = tuple[str | int, ...]
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000
+MAX_DEPTH = 64
 
 
 class YamlProblem(Exception):
@@ -90,6 +92,8 @@ def load_located(text: str) -> LocatedYaml:
         data = loader.construct_document(node)
     except yaml.reader.ReaderError as error:
         raise _unreadable_character(text, error) from error
+    except RecursionError as error:  # the composer recurses once per level of nesting
+        raise YamlProblem(1, f"nested more than {MAX_DEPTH} levels deep; refused") from error
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else 1
@@ -130,6 +134,10 @@ def _walk(
 ) -> None:
     if id(node) in active:  # a recursive alias (&a [*a]): its lines are already known
         return
+    if len(path) > MAX_DEPTH:
+        raise YamlProblem(
+            node.start_mark.line + 1, f"nested more than {MAX_DEPTH} levels deep; refused"
+        )
     budget[0] -= 1
     if budget[0] < 0:
         raise YamlProblem(

@@ -56,6 +56,11 @@ CREATE TABLE IF NOT EXISTS findings (
     subject TEXT NOT NULL, sections TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS findings_by_run ON findings (run_id);
+CREATE TABLE IF NOT EXISTS tickets (
+    fingerprint TEXT NOT NULL, destination TEXT NOT NULL, host TEXT NOT NULL,
+    finding_id TEXT NOT NULL, issue TEXT NOT NULL, url TEXT, opened TEXT NOT NULL,
+    resolved TEXT, PRIMARY KEY (fingerprint, destination)
+);
 """
 
 Warn = Callable[[str], None]
@@ -82,6 +87,21 @@ class RunRow:
     findings: int
     new: int | None
     resolved: int | None
+
+
+@dataclass(frozen=True)
+class TicketRow:
+    """A ticket opened for a finding (by fingerprint) at a destination (``github:URL/o/r``);
+    issue references and URLs only, never credentials."""
+
+    fingerprint: str
+    destination: str
+    host: str
+    finding_id: str
+    issue: str
+    url: str | None
+    opened: datetime
+    resolved: datetime | None = None
 
 
 class History:
@@ -279,6 +299,50 @@ class History:
                     for finding in tracked
                 ],
             )
+
+    def ticket(self, fingerprint: str, destination: str) -> TicketRow | None:
+        """The ticket opened for this finding at this destination, if any."""
+        if self._connection is None:
+            return None
+        try:
+            row = self._connection.execute(
+                "SELECT fingerprint, destination, host, finding_id, issue, url, opened, resolved "
+                "FROM tickets WHERE fingerprint = ? AND destination = ?",
+                (fingerprint, destination),
+            ).fetchone()
+        except sqlite3.Error as error:
+            self._give_up(error)
+            return None
+        if row is None:
+            return None
+        return TicketRow(
+            fingerprint=row[0],
+            destination=row[1],
+            host=row[2],
+            finding_id=row[3],
+            issue=row[4],
+            url=row[5],
+            opened=datetime.fromisoformat(row[6]),
+            resolved=datetime.fromisoformat(row[7]) if row[7] else None,
+        )
+
+    def record_ticket(self, ticket: TicketRow) -> None:
+        with self._writing() as db:
+            if db is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO tickets (fingerprint, destination, host, finding_id, "
+                    "issue, url, opened, resolved) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        ticket.fingerprint,
+                        ticket.destination,
+                        ticket.host,
+                        ticket.finding_id,
+                        ticket.issue,
+                        ticket.url,
+                        ticket.opened.isoformat(),
+                        ticket.resolved.isoformat() if ticket.resolved else None,
+                    ),
+                )
 
     def runs(self, host: str | None = None, limit: int = 50) -> list[RunRow]:
         """The latest runs, newest first, of one host or of all."""

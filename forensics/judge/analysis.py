@@ -9,8 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from forensics.core.escaping import one_line
+from forensics.core.evidence import cite
 from forensics.core.facts import Facts
-from forensics.core.models import Finding, Manifest
+from forensics.core.models import CollectOptions, Finding, Manifest, Severity
 from forensics.core.probe import Captures, Probe, RuleContext
 from forensics.judge.host_report import HostReport
 from forensics.judge.rules import CROSS_RULES
@@ -30,7 +32,11 @@ def analyze(manifest: Manifest, captures: Captures, bundle: str | None) -> HostR
     for probe in PROBES:
         if not _probe_ran(probe, manifest, ran):
             continue
-        facts = probe.examine(probe.parse(captures, manifest.options))
+        try:
+            facts = probe.examine(probe.parse(captures, manifest.options))
+        except Exception as error:  # host output a parser cannot take is that probe's gap
+            findings.append(_unreadable(probe, error, manifest.options))
+            continue
         parsed[probe.name] = facts
         findings.extend(probe.judge(facts, context))
     all_facts = Facts(**parsed)
@@ -49,6 +55,28 @@ def analyze(manifest: Manifest, captures: Captures, bundle: str | None) -> HostR
         findings=sort_findings(findings),
         sections=manifest.sections,
         timeline=build_timeline(all_facts, manifest.started),
+    )
+
+
+def _unreadable(probe: Probe[Any], error: Exception, options: CollectOptions) -> Finding:
+    """A probe whose parser failed on what the host sent: said, and the rest goes on."""
+    sections = [spec.name for spec in probe.sections(options)]
+    why = one_line(f"{type(error).__name__}: {error}", 200)
+    return Finding(
+        id="collection.section_unreadable",
+        severity=Severity.warning,
+        title=f"Could not read the output of probe {probe.name}: {why}",
+        explanation=(
+            f"The {probe.name} probe's parser failed on what the host sent ({why}). Its "
+            "facts are unknown, not absent; the raw output is kept in the bundle. A host "
+            "whose tools print something unexpected, or a forged stream, does this."
+        ),
+        next_steps=[
+            f"Look at raw/{sections[0] if sections else probe.name}.txt in the bundle.",
+            "Report it with that file: the parser should read it.",
+        ],
+        subject={"probe": probe.name, "error": why},
+        evidence=[cite(name, 1, why) for name in sections],
     )
 
 

@@ -79,6 +79,19 @@ _ENTRIES = (
         raised_by="forensics.judge.rules.collection",
     ),
     FindingKind(
+        id="collection.section_unreadable",
+        severities=WARNING,
+        question="Was everything read, so that a missing answer is not taken for a 'no'?",
+        meaning="A probe's parser failed on what the host sent (a tool that printed "
+        "something unexpected, or a forged stream). That probe's facts are unknown; the "
+        "rest of the report stands, and the raw output is in the bundle.",
+        next_steps=(
+            "Read the section's raw file in the bundle (the finding names it).",
+            "Report it with that file, so that the parser learns to read it.",
+        ),
+        raised_by="forensics.judge.analysis",
+    ),
+    FindingKind(
         id="oom.killed",
         severities=WARNING_OR_CRITICAL,
         question="Was it OOM-killed?",

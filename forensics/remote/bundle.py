@@ -13,10 +13,9 @@ Layout (written to a temp dir, then renamed into place, so a bundle is whole or 
 
 from __future__ import annotations
 
-import contextlib
 import errno
+import functools
 import hashlib
-import json
 import os
 import re
 import secrets
@@ -24,7 +23,7 @@ import shutil
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -89,14 +88,15 @@ class CommitGate:
             self._state = "closed"
             return True
 
-    @contextlib.contextmanager
-    def committing(self) -> Iterator[bool]:
-        """Hold the gate during the rename; yields whether the rename may happen."""
+    def commit(self, rename: Callable[[], None]) -> bool:
+        """Run ``rename`` unless the gate is closed; False (nothing run) when it is. The
+        gate stays open when ``rename`` raises."""
         with self._lock:
-            allowed = self._state != "closed"
-            yield allowed
-            if allowed:
-                self._state = "committed"
+            if self._state == "closed":
+                return False
+            rename()
+            self._state = "committed"
+            return True
 
 
 def write(
@@ -116,8 +116,9 @@ def write(
     """
     parent = out / slug(manifest.target.name)
     staging = parent / f"{STAGING_PREFIX}{secrets.token_hex(4)}"
-    if gate is not None and gate.closed:
-        raise Abandoned(f"{manifest.target.name}: the sweep stopped waiting; no bundle was kept")
+    gate = gate or CommitGate()
+    if gate.closed:
+        raise _abandoned(manifest)
     try:
         parent.mkdir(parents=True, exist_ok=True)
         (staging / "raw").mkdir(parents=True)
@@ -133,17 +134,13 @@ def write(
             final = _free_name(parent, timestamp(manifest.started))
             if report_json is not None:
                 (staging / REPORT).write_text(report_json(final) + "\n")
-            with (gate or CommitGate()).committing() as allowed:
-                if not allowed:
-                    raise Abandoned(
-                        f"{manifest.target.name}: the sweep stopped waiting; no bundle was kept"
-                    )
-                try:
-                    os.rename(staging, final)
-                except OSError as error:
-                    if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                        raise
-                    continue  # another collection took the name in between: take the next
+            try:
+                if not gate.commit(functools.partial(os.rename, staging, final)):
+                    raise _abandoned(manifest)
+            except OSError as error:
+                if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+                continue  # another collection took the name in between: take the next
             return final
     except OSError as error:
         shutil.rmtree(staging, ignore_errors=True)
@@ -153,6 +150,10 @@ def write(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _abandoned(manifest: Manifest) -> Abandoned:
+    return Abandoned(f"{manifest.target.name}: the sweep stopped waiting; no bundle was kept")
 
 
 def room_needed(specs: Sequence[SectionSpec], script: Script) -> int:
@@ -214,10 +215,13 @@ def load(path: Path) -> tuple[Manifest, dict[str, Captured]]:
     _refuse_foreign_files(path)
     manifest_bytes = _read_regular(path / MANIFEST, None, MAX_MANIFEST_BYTES, "manifest")
     try:
-        manifest = Manifest.model_validate(json.loads(manifest_bytes))
-    except (ValueError, ValidationError) as error:
-        first = str(error).splitlines()[0]
-        raise BundleError(f"{path / MANIFEST}: unreadable manifest: {first}") from error
+        manifest = Manifest.model_validate_json(manifest_bytes)
+    except ValidationError as error:
+        first = error.errors(include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise BundleError(
+            f"{path / MANIFEST}: unreadable manifest: {where + ': ' if where else ''}{first['msg']}"
+        ) from error
     verified: dict[str, tuple[bytes, bytes]] = {}
     for result in manifest.sections:
         _check_section_name(path, result.name)

@@ -14,6 +14,7 @@ from tests.hostile.crafted import (
     BIDI,
     OSC_0,
     OSC_52,
+    SLACK_S,
     assert_one_inert_line,
     crafted_host,
     manifest,
@@ -53,7 +54,7 @@ def test_a_forged_frame_is_refused_promptly(
 ) -> None:
     host = crafted_host(make_sshd, tmp_path, body)
     run = collect(host, tmp_path / "out")
-    assert run.seconds < 10, name
+    assert run.seconds < 10 + SLACK_S, name
     assert run.result.exit_code == 3, run.result.stderr
     line = assert_one_inert_line(run.result.stderr)
     assert "broke the framing" in line or "stopped early" in line, line
@@ -100,7 +101,7 @@ def test_endless_stderr_is_capped_and_the_deadline_holds(
 ) -> None:
     body = f"yes '{OSC_52} noise' >&2"
     run = collect(crafted_host(make_sshd, tmp_path, body), tmp_path / "out", timeout="5")
-    assert run.seconds < 5 + 3  # the deadline, and the start of a Python process
+    assert run.seconds < 5 + SLACK_S
     assert run.result.exit_code == 3
     line = assert_one_inert_line(run.result.stderr)
     assert "deadline" in line
@@ -119,7 +120,7 @@ def test_a_connection_dropped_mid_frame_keeps_what_finished(
         '"$n" "$n"; sleep 0.5; kill -9 $PPID; sleep 30'
     )
     run = collect(crafted_host(make_sshd, tmp_path, body), tmp_path / "out")
-    assert run.seconds < 10
+    assert run.seconds < 10 + SLACK_S
     assert run.result.exit_code == 3
     assert_one_inert_line(run.result.stderr)
     sections = manifest(only_bundle(tmp_path / "out"))["sections"]

@@ -138,6 +138,7 @@ def test_sweep_history_and_inventory_show_hostile_names_inert(hostile: Hostile) 
         assert swept.exit_code == 0, swept.stderr
     assert "\\x1b]52;" in forensics("history", "--out", str(out)).stdout
     forensics("history", "--out", str(out), "--json")
+    forensics("history", "--out", str(out), "--host", HOSTILE + "absent")
     forensics("inventory", "check", str(hostile.inventory))
     forensics("inventory", "check", str(hostile.inventory), "--json")
 

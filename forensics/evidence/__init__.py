@@ -1,0 +1,1 @@
+"""Evidence that leaves the machine: redacted packs of a bundle, and their verification."""
