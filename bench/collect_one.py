@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from forensics.collect import collect
-from forensics.core.models import CollectOptions
+from forensics.core.models import CollectOptions, SshOptions
 from forensics.core.targets import parse_target
 from forensics.probes import PROBES
 from forensics.remote.host_script import compose
@@ -82,7 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     runs = parser.parse_args().runs
-    options = CollectOptions()
+    options = CollectOptions(timeout=60)
     script = compose([spec for probe in PROBES for spec in probe.sections(options)])
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -90,9 +90,11 @@ def main() -> None:
         try:
             target = parse_target(
                 server.target,
-                identity=str(server.client_key),
-                known_hosts=str(server.known_hosts),
-                ssh_config=str(root / "sshd" / "ssh_config"),
+                SshOptions(
+                    identity=str(server.client_key),
+                    known_hosts=str(server.known_hosts),
+                    ssh_config=str(root / "sshd" / "ssh_config"),
+                ),
             )
             cli = [sys.executable, "-m", "forensics", "collect", *server.target_args(),
                    "--out", str(root / "out"), "--format", "json",
@@ -105,8 +107,8 @@ def main() -> None:
             cli_time = show("forensics collect (CLI)", timed(runs, lambda: subprocess.run(
                 cli, capture_output=True, check=True)))  # fmt: skip
             inproc = show("forensics collect (in-process)", timed(runs, lambda: collect(
-                target, options, root / "out", 60)))  # fmt: skip
-            cpu = client_cpu(runs, lambda: collect(target, options, root / "out", 60))
+                target, options, root / "out")))  # fmt: skip
+            cpu = client_cpu(runs, lambda: collect(target, options, root / "out"))
             print(f"  client CPU per collection (in-process)  median {cpu * 1000:8.1f} ms")
             openssh = show("ssh host sh -s < script (OpenSSH)", timed(runs, lambda: subprocess.run(
                 ssh, input=script.text.encode(), capture_output=True, check=True)))  # fmt: skip
@@ -123,7 +125,7 @@ def main() -> None:
 
 def print_section_costs(options: CollectOptions) -> None:
     """Each section run alone (the snapshot gap set to 0), less the prelude's cost."""
-    quick = options.model_copy(update={"snapshot_gap_s": 0.0})
+    quick = options.model_copy(update={"snapshot_gap": 0.0})
     specs = [spec for probe in PROBES for spec in probe.sections(quick)]
     prelude_processes, prelude_cpu = script_cost(compose([]).text)
     print("Per section (run alone, prelude subtracted; the process gap set to 0):")

@@ -49,12 +49,11 @@ def collect(
     target: Target,
     options: CollectOptions,
     out: Path,
-    timeout_s: float,
     gate: bundle.CommitGate | None = None,
     runner: Runner | None = None,
     client_sections: Mapping[str, bytes] | None = None,
 ) -> HostReport:
-    """Collect ``target`` within ``timeout_s`` seconds; raise ``CollectionError`` when
+    """Collect ``target`` within ``options.timeout``; raise ``CollectionError`` when
     nothing could be collected. Whatever came back is written to a bundle under ``out``
     (unless ``gate`` was closed first: a sweep that stopped waiting), with
     ``client_sections`` (name -> bytes the client produced, e.g. the recorder's) beside the
@@ -63,7 +62,7 @@ def collect(
     script = compose(specs, focus=options.focus)
     bundle.check_out(out, room=bundle.room_needed(specs, script))
     started = datetime.now(UTC)
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + options.timeout
     outcome = runner(script, deadline) if runner else run(target, script, deadline)
     finished = datetime.now(UTC)
     decoded = decode(script, outcome.stream)

@@ -5,15 +5,15 @@
 - ``cgroup.kernel_memory_high``: the kernel memory that RSS-based budgets miss.
 - ``memory.pressure_high`` per v2 cgroup (PSI), worded as the memory probe words it.
 
-Thresholds come from ``CollectOptions.memory_thresholds``.
+Thresholds come from ``CollectOptions.thresholds``.
 """
 
 from __future__ import annotations
 
 from forensics.core.models import Finding, MemoryThresholds, Severity
 from forensics.core.probe import RuleContext
-from forensics.core.quantities import GIB, gib
 from forensics.core.thresholds import severity_above
+from forensics.core.units import GIB, gib
 from forensics.probes.cgroup import CgroupCounters, CgroupFacts
 from forensics.probes.memory_rules import pressure_finding
 
@@ -22,7 +22,7 @@ KERNEL_SHARE_MIN_USAGE = 256 << 20
 
 
 def rules(facts: CgroupFacts, context: RuleContext) -> list[Finding]:
-    thresholds = context.options.memory_thresholds
+    thresholds = context.options.thresholds
     return (
         near_limit(facts, thresholds)
         + kernel_memory(facts, thresholds)

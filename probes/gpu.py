@@ -152,7 +152,7 @@ def sections(options: CollectOptions) -> list[SectionSpec]:
         SectionSpec(
             name=SECTION,
             shell=probe_shell(__name__, values),
-            timeout_s=options.gpu_timeout_s,
+            timeout_s=options.gpu_timeout,
             max_bytes=256 * 1024,
         )
     ]
@@ -205,7 +205,7 @@ def parse(captures: Captures, options: CollectOptions) -> GpuFacts:
             current[0].last_line = number
     for name, (run, lines) in runs.items():
         _read_run(facts, name, run, lines)
-    _judge_failure(facts, captured.result.timed_out, reason, options.gpu_timeout_s)
+    _judge_failure(facts, captured.result.timed_out, reason, options.gpu_timeout)
     return facts
 
 

@@ -36,7 +36,6 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from forensics.core.durations import describe_duration
 from forensics.core.evidence import cite
 from forensics.core.focus import FocusProcess, parse_focus_line
 from forensics.core.models import CollectOptions, Finding, SectionSpec, Severity
@@ -49,6 +48,7 @@ from forensics.core.probe import (
 )
 from forensics.core.redaction import redact
 from forensics.core.timeline_event import LOG_LAST_WRITE, TimelineEvent
+from forensics.core.units import describe_duration
 from forensics.remote.host_script import probe_shell, shell_quote
 
 SECTION = "logs"

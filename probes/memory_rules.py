@@ -6,7 +6,7 @@
 - ``memory.pressure_high``: PSI, host-wide here; the cgroup probe's rules raise it per v2
   cgroup with ``pressure_finding``.
 
-Thresholds come from ``CollectOptions.memory_thresholds``.
+Thresholds come from ``CollectOptions.thresholds``.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from __future__ import annotations
 from forensics.core.models import EvidenceRef, Finding, MemoryThresholds, Severity
 from forensics.core.pressure import Pressure
 from forensics.core.probe import RuleContext
-from forensics.core.quantities import GIB, gib
 from forensics.core.thresholds import severity_above
+from forensics.core.units import GIB, gib
 from forensics.probes.memory import MemoryFacts
 
 
 def rules(facts: MemoryFacts, context: RuleContext) -> list[Finding]:
-    thresholds = context.options.memory_thresholds
+    thresholds = context.options.thresholds
     findings = available_low(facts, thresholds) + locked_large(facts, thresholds)
     if facts.pressure is not None:
         where = "the host (/proc/pressure/memory; host-wide even inside a container)"

@@ -94,8 +94,8 @@ def sections(options: CollectOptions) -> list[SectionSpec]:
     return [
         SectionSpec(
             name=SECTION,
-            shell=shell(options.snapshot_gap_s),
-            timeout_s=30 + options.snapshot_gap_s,
+            shell=shell(options.snapshot_gap),
+            timeout_s=30 + options.snapshot_gap,
             max_bytes=32 << 20,
         )
     ]

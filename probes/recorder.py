@@ -31,8 +31,8 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from forensics.core.models import CollectOptions, EvidenceRef, Finding, SectionSpec, Severity
 from forensics.core.probe import Captures, Probe, ProbeFacts, RuleContext, open_section
-from forensics.core.quantities import gib, seconds_text
 from forensics.core.timeline_event import PROCESS_EXIT, TimelineEvent
+from forensics.core.units import describe_duration, gib
 
 SECTION = "recorder"
 RECORDER_EVENT = "recorder_event"
@@ -236,7 +236,7 @@ def _rss_story(facts: RecorderFacts, event: Event) -> str | None:
         return None
     (first_time, first), (last_time, _) = points[0], points[-1]
     peak = max(rss for _, rss in points)
-    seconds = seconds_text((last_time - first_time).total_seconds())
+    seconds = describe_duration((last_time - first_time).total_seconds(), tenths=True)
     if peak - first < RSS_GROWTH_WORTH_SAYING_KB:
         return f"RSS held at about {gib(peak * 1024)} over the {seconds} before."
     return (
@@ -347,7 +347,10 @@ def _gap_finding(facts: RecorderFacts, index: int, gap: Gap) -> Finding:
     return Finding(
         id="recorder.gap",
         severity=Severity.warning,
-        title=f"the recorder was blind for {seconds_text(gap.seconds)}: {gap.reason}",
+        title=(
+            f"the recorder was blind for {describe_duration(gap.seconds, tenths=True)}: "
+            f"{gap.reason}"
+        ),
         explanation=(
             f"From {gap.start.isoformat()} to {gap.end.isoformat()} the SSH connection was "
             "down and no sample was taken; an event in that window was seen only afterwards."
@@ -394,7 +397,10 @@ def timeline(facts: RecorderFacts) -> list[TimelineEvent]:
                 source=SECTION,
                 line=facts.lines.get(f"gap{index}"),
                 kind=RECORDER_GAP,
-                text=f"connection lost for {seconds_text(gap.seconds)}: {gap.reason}",
+                text=(
+                    f"connection lost for {describe_duration(gap.seconds, tenths=True)}: "
+                    f"{gap.reason}"
+                ),
             )
         )
     for index, event in enumerate(facts.events):

@@ -323,8 +323,8 @@ def test_a_regex_grep_refuses_is_refused_by_the_cli_and_reported_by_the_host(
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "[:foo:] is not a character class" in result.stderr
     # Options from elsewhere (an older bundle, the API) reach grep: its refusal is a fact.
-    options = CollectOptions(probes=("cgroup",), focus="[[:foo:]]")
-    report = collect_host(parse_target("local"), options, tmp_path, 30)
+    options = CollectOptions(probes=("cgroup",), focus="[[:foo:]]", timeout=30)
+    report = collect_host(parse_target("local"), options, tmp_path)
     facts = report.facts.cgroup
     assert facts is not None and facts.focus_error and "grep" in facts.focus_error
     assert facts.focus_processes == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from forensics.collect import collect
 from forensics.core.errors import CollectionError
-from forensics.core.models import CollectOptions, CollectStatus
+from forensics.core.models import CollectOptions, CollectStatus, SshOptions
 from forensics.core.targets import parse_target
 from forensics.fleet.report import (
     FleetReport,
@@ -34,9 +34,9 @@ from tests.sshd import SshServer, free_port
 
 def _unreachable(tmp_path: Path) -> HostReport:
     """What the sweep records for a host it could not reach: the real failure, as a report."""
-    target = parse_target(f"root@127.0.0.1:{free_port()}", connect_timeout=2)
+    target = parse_target(f"root@127.0.0.1:{free_port()}", SshOptions(connect_timeout=2))
     try:
-        collect(target, CollectOptions(), tmp_path, timeout_s=10)
+        collect(target, CollectOptions(timeout=10), tmp_path)
     except CollectionError as error:
         return HostReport(
             tool_version="0.1.0",

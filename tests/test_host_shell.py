@@ -21,7 +21,7 @@ EVERYTHING = CollectOptions(
     logs=("/var/log/cuzk*.log", "~/bench.log"),
     expected_logs=("/var/log/supervisor/cuzk.log",),
     scripts=("/opt/run.sh", "bench.sh"),
-    snapshot_gap_s=2.5,
+    snapshot_gap=2.5,
 )
 PROBE_DIR = Path(str(resources.files("forensics.probes")))
 REMOTE_DIR = Path(str(resources.files("forensics.remote")))

@@ -30,13 +30,13 @@ def test_the_worked_example_at_the_repo_root_is_valid_and_resolves_every_group()
     assert hosts["lab-gpu-1.example.net"]["target"]["sudo"] is True
     assert hosts["prover-a"]["target"]["sudo"] is False
     assert "lab-gpu-2.example.net:2222" in hosts
-    assert hosts["prover-c"]["timeout_s"] == 300
+    assert hosts["prover-c"]["options"]["timeout"] == 300
     # logs and thresholds reach the options every host is collected with
     options = hosts["prover-a"]["options"]
     assert options["logs"] == ["/workspace/logs/*.log"]
     assert options["expected_logs"] == ["/workspace/logs/supervisor.log"]
-    assert options["memory_thresholds"]["near_limit_warning_percent"] == 85
-    assert hosts["metal-01"]["options"]["memory_thresholds"]["near_limit_warning_percent"] == 90
+    assert options["thresholds"]["near_limit_warning_percent"] == 85
+    assert hosts["metal-01"]["options"]["thresholds"]["near_limit_warning_percent"] == 90
     assert options["scripts"] == ["/workspace/benchmark.sh"]
 
 
@@ -66,9 +66,9 @@ def test_host_settings_win_over_group_and_group_over_defaults(tmp_path: Path) ->
         tmp_path / "inventory.yaml",
     )
     first, second, lone = inventory.hosts
-    assert (first.name, first.target.user, first.timeout_s) == ("10.0.0.1", "ops", 30)
+    assert (first.name, first.target.user, first.options.timeout) == ("10.0.0.1", "ops", 30)
     assert first.target.connect_timeout == 90
-    assert (second.name, second.timeout_s, second.group) == ("10.0.0.1:2222", 120, "g")
+    assert (second.name, second.options.timeout, second.group) == ("10.0.0.1:2222", 120, "g")
     assert (lone.target.user, lone.options.probes, lone.options.focus) == (
         "root",
         ("system",),
@@ -145,21 +145,53 @@ BAD_INVENTORIES = [
     ),
     (
         "relative log path",
-        "defaults:\n  logs:\n    watch: [/var/log/a.log, bench.log]\nhosts:\n  - host: a\n",
-        "inventory.yaml:3: defaults.logs.watch[1]: give an absolute path or one starting with ~/, "
+        "defaults:\n  logs:\n    - /var/log/a.log\n    - bench.log\nhosts:\n  - host: a\n",
+        "inventory.yaml:4: defaults.logs[1]: give an absolute path or one starting with ~/, "
         "got 'bench.log'",
+    ),
+    (
+        "logs in the earlier watch/expect shape",
+        "defaults:\n  logs:\n    watch: [/var/log/a.log]\nhosts:\n  - host: a\n",
+        "inventory.yaml:2: defaults.logs: logs is a list of globs to read; the paths that must "
+        "exist go in expected_logs",
     ),
     (
         "unknown threshold",
         "groups:\n  g:\n    thresholds:\n      memory_used_percent: 90\n    hosts: [{host: a}]\n",
-        "inventory.yaml:4: groups.g.thresholds.memory_used_percent: unknown threshold; known: "
+        "inventory.yaml:4: groups.g.thresholds.memory_used_percent: unknown name; thresholds are: "
         "near_limit_warning_percent,",
     ),
     (
         "threshold out of range",
         "hosts:\n  - host: a\n    thresholds:\n      near_limit_warning_percent: 120\n",
         "inventory.yaml:4: hosts[0].thresholds.near_limit_warning_percent: input should be less "
-        "than or equal to 100, got 120.0",
+        "than or equal to 100, got 120",
+    ),
+    (
+        "warning threshold above the critical one",
+        "hosts:\n  - host: a\n    thresholds: {near_limit_warning_percent: 98}\n",
+        "inventory.yaml:3: hosts[0].thresholds: near_limit_warning_percent (98) must not be above "
+        "near_limit_critical_percent (97)",
+    ),
+    (
+        "a deadline that is not a number",
+        "defaults:\n  timeout: .nan\nhosts:\n  - host: a\n",
+        "inventory.yaml:2: defaults.timeout: nan is not a duration: write e.g. 90, 90s, 500ms",
+    ),
+    (
+        "an infinite connect timeout",
+        "hosts:\n  - host: a\n    connect_timeout: .inf\n",
+        "inventory.yaml:3: hosts[0].connect_timeout: inf is not a duration",
+    ),
+    (
+        "log lines out of range",
+        "hosts:\n  - host: a\n    log_lines: 0\n",
+        "inventory.yaml:3: hosts[0].log_lines: input should be greater than or equal to 1, got 0",
+    ),
+    (
+        "a host name with an empty label",
+        "hosts:\n  - host: a..b\n",
+        "inventory.yaml:2: hosts[0].host: not a host name: every dot-separated label needs 1 to 63",
     ),
     ("not a mapping", "- host: a\n", "inventory.yaml:1: (top level): expected a mapping"),
     ("empty", "# nothing\n", "inventory.yaml:1: the inventory is empty"),
@@ -177,7 +209,16 @@ def test_inventory_errors_name_file_line_and_field(tmp_path: Path, text: str, me
     assert f"{tmp_path}/{message}" in raised.value.message
 
 
-@pytest.mark.parametrize("case", ["unknown field", "bad port", "duplicate name", "YAML syntax"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unknown field",
+        "bad port",
+        "duplicate name",
+        "YAML syntax",
+        "a deadline that is not a number",
+    ],
+)
 def test_the_command_line_prints_the_error_and_exits_2(tmp_path: Path, case: str) -> None:
     (text, message) = next((t, m) for c, t, m in BAD_INVENTORIES if c == case)
     path = tmp_path / "inventory.yaml"

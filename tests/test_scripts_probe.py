@@ -375,8 +375,8 @@ def test_a_focus_regex_grep_rejects_is_reported_and_the_rest_still_runs(
     refused = run_cli("collect", *sshd.target_args(), "--focus", "cuzk[[:foo:]]")
     assert refused.exit_code == 2 and "[:foo:] is not a character class" in refused.stderr
     # Options from elsewhere (an older bundle, the API) reach grep: its refusal is a fact.
-    options = CollectOptions(probes=("scripts",), focus="cuzk[[:foo:]]")
-    report = collect_host(parse_target("local"), options, tmp_path / "out", 30)
+    options = CollectOptions(probes=("scripts",), focus="cuzk[[:foo:]]", timeout=30)
+    report = collect_host(parse_target("local"), options, tmp_path / "out")
     facts = report.facts.scripts
     assert facts is not None and facts.focus_error and "grep" in facts.focus_error
     assert facts.focus_matches == [] and facts.zombie_count is not None

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from forensics.cli.app import _probe_names
+from forensics.cli.collect import _probe_names
 from forensics.probes import PROBES
 
 HEAVY = ("paramiko", "fabric", "invoke", "jinja2", "rich", "yaml", "re2")

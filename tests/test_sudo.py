@@ -122,7 +122,8 @@ def test_the_inventory_wires_sudo_logs_and_thresholds_into_a_sweep(
         user="root",
         sudo=True,
         probes=["logs", "memory"],
-        logs={"watch": [str(log)], "expect": [str(log)]},
+        logs=[str(log)],
+        expected_logs=[str(log)],
         thresholds={"available_warning_percent": 100},  # any host is "low" on memory now
     )
     result = run_cli(

@@ -24,23 +24,15 @@ from rich.table import Table
 from rich.text import Text
 
 from forensics.cli.messages import say
-from forensics.cli.watch import (
-    AcceptNewOption,
-    ConnectTimeoutOption,
-    IdentityOption,
-    KnownHostsOption,
-    PortOption,
-    SshConfigOption,
-    TargetArgument,
-    UserOption,
-)
+from forensics.cli.options import Given, declared_options, read_duration
+from forensics.cli.watch import TargetArgument
 from forensics.core.errors import ForensicsError, Interrupted, UsageError
 from forensics.core.escaping import one_line
 from forensics.core.exit_status import ExitStatus
 from forensics.core.focus import focus_problem
-from forensics.core.models import CollectOptions, Target
-from forensics.core.quantities import parse_duration, seconds_text
+from forensics.core.models import CollectOptions, SshOptions, Target
 from forensics.core.targets import parse_target
+from forensics.core.units import describe_duration
 from forensics.fleet.inventory import load_inventory
 from forensics.probes import PROBES
 from forensics.probes.recorder import EVENT_KINDS
@@ -60,6 +52,7 @@ class Terminated(Interrupted):
     exit_code = ExitStatus.terminated
 
 
+@declared_options(SshOptions)
 def arm_command(
     target: TargetArgument = "local",
     focus: Annotated[
@@ -97,16 +90,6 @@ def arm_command(
     ] = None,
     group: Annotated[list[str] | None, typer.Option(help="Only this inventory group.")] = None,
     limit: Annotated[list[str] | None, typer.Option(help="Only hosts or tags matching.")] = None,
-    port: PortOption = None,
-    user: UserOption = None,
-    identity: IdentityOption = None,
-    ssh_config: SshConfigOption = None,
-    known_hosts: KnownHostsOption = None,
-    accept_new_host_key: AcceptNewOption = False,
-    connect_timeout: ConnectTimeoutOption = 10.0,
-    sudo: Annotated[
-        bool, typer.Option("--sudo", help="Sample and collect as root (sudo -n /bin/sh).")
-    ] = False,
     timeout: Annotated[float, typer.Option(help="Deadline in seconds for a collection.")] = 120.0,
     probe: Annotated[
         list[str] | None,
@@ -115,6 +98,8 @@ def arm_command(
     snapshot_gap: Annotated[
         float, typer.Option(help="Seconds between the collection's two process snapshots.")
     ] = 2.0,
+    *,
+    given: Given,
 ) -> None:
     """Arm the flight recorder: sample the focus process over one SSH connection and, the
     moment it exits, turns zombie, is OOM-killed, gets stuck in D, memory runs low or it
@@ -131,10 +116,10 @@ def arm_command(
     Exit status: 0 --for ended and nothing fired; 1 it fired (a bundle was written); 2 usage
     error; 3 could not connect at the start; 130/143 stopped by SIGINT/SIGTERM.
     """
-    every_s = parse_duration(every, "--every")
+    every_s = read_duration("--every", every)
     if every_s < MIN_EVERY_S:
         raise UsageError(f"--every must be at least {MIN_EVERY_S:g}s")
-    for_s = parse_duration(duration, "--for") if duration is not None else None
+    for_s = read_duration("--for", duration) if duration is not None else None
     kinds = frozenset(on or EVENT_KINDS)
     unknown = sorted(kinds - set(EVENT_KINDS))
     if unknown:
@@ -150,10 +135,10 @@ def arm_command(
         options=CollectOptions(),
         out=out,
         every_s=every_s,
-        keep_s=parse_duration(keep, "--keep"),
+        keep_s=read_duration("--keep", keep),
         for_s=for_s,
         kinds=kinds,
-        stuck_after_s=parse_duration(stuck_after, "--stuck-after"),
+        stuck_after_s=read_duration("--stuck-after", stuck_after),
         available=parse_condition("available", available) if available else None,
         keep_armed=keep_armed,
         timeout_s=timeout,
@@ -164,19 +149,9 @@ def arm_command(
             for host in load_inventory(inventory).select(group or (), limit or ())
         ]
     else:
-        parsed = parse_target(
-            target,
-            user=user,
-            port=port,
-            identity=str(identity) if identity else None,
-            ssh_config=str(ssh_config) if ssh_config else None,
-            known_hosts=str(known_hosts) if known_hosts else None,
-            accept_new_host_key=accept_new_host_key,
-            connect_timeout=connect_timeout,
-            sudo=sudo,
-        )
+        parsed = parse_target(target, given.read(SshOptions))
         hosts = [(parsed, CollectOptions())]
-    wanted = {"focus": focus, "probes": tuple(probe or ()), "snapshot_gap_s": snapshot_gap}
+    wanted = {"focus": focus, "probes": tuple(probe or ()), "snapshot_gap": snapshot_gap}
     settings = [(host, _for_host(armed, options, wanted)) for host, options in hosts]
     for host, chosen in settings:
         if chosen.options.focus is None and kinds & {"exit", "zombie", "stuck", "new-focus"}:
@@ -196,7 +171,8 @@ def _for_host(armed: ArmSettings, options: CollectOptions, wanted: dict[str, Any
         update={
             "focus": wanted["focus"] or options.focus,
             "probes": wanted["probes"] or options.probes,
-            "snapshot_gap_s": wanted["snapshot_gap_s"],
+            "snapshot_gap": wanted["snapshot_gap"],
+            "timeout": armed.timeout_s,
         }
     )
     return dataclasses.replace(armed, options=chosen)
@@ -223,9 +199,13 @@ def _announce(target: Target, event: Fired) -> None:
 
 def _describe(settings: ArmSettings) -> str:
     focus = settings.options.focus
-    until = f"for {seconds_text(settings.for_s)}" if settings.for_s else "until Ctrl-C"
+    until = (
+        f"for {describe_duration(settings.for_s, tenths=True)}"
+        if settings.for_s
+        else "until Ctrl-C"
+    )
     return (
-        f"focus {focus!r}, every {seconds_text(settings.every_s)}, on "
+        f"focus {focus!r}, every {describe_duration(settings.every_s, tenths=True)}, on "
         f"{', '.join(sorted(settings.kinds))}, {until}"
     )
 

@@ -9,9 +9,8 @@ from typing import Annotated
 import typer
 
 from forensics.cli.messages import warn
+from forensics.cli.options import read_duration
 from forensics.cli.report import write_atomically
-from forensics.core.duration_input import parse_duration
-from forensics.core.errors import UsageError
 from forensics.fleet.history_location import history_location, open_history_read_only
 from forensics.fleet.inventory import load_inventory
 from forensics.fleet.latest import latest_fleet_report
@@ -51,9 +50,7 @@ def fleet_report_command(
     Example: forensics fleet-report --since 20m --history postgresql://forensics@db/fleet
     -f html -o fleet.html
     """
-    since_s = parse_duration(since)
-    if since_s is None or since_s <= 0:
-        raise UsageError(f"--since: expected a duration such as 20m or 1h, got {since!r}")
+    since_s = read_duration("--since", since)
     chosen = inventory or Path("inventory.yaml")
     loaded = load_inventory(chosen) if inventory is not None or chosen.exists() else None
     location = history_location(history, loaded.history if loaded else None, out)

@@ -24,9 +24,10 @@ def run(app: typer.Typer, args: list[str] | None = None, prog_name: str | None =
     try:
         status = app(args=args, prog_name=prog_name, standalone_mode=False)
     except _CLICK_USAGE_ERROR as error:  # click's own text would echo the bad value raw
-        context = getattr(error, "ctx", None)
-        command = context.command_path if context is not None else "forensics"
-        _fail(f"{error.format_message()} (see {command} --help)", ExitStatus.usage)
+        if type(error).__name__ == "NoArgsIsHelpError":  # a bare command group: its help
+            sys.stderr.write(error.ctx.get_help() + "\n")
+            sys.exit(ExitStatus.usage)
+        _fail(usage_line(error), ExitStatus.usage)
     except _CLICK_EXCEPTION as error:
         _fail(error.format_message(), error.exit_code)
     except typer.Abort:
@@ -47,6 +48,20 @@ def run(app: typer.Typer, args: list[str] | None = None, prog_name: str | None =
             ExitStatus.internal_error,
         )
     sys.exit(status if isinstance(status, int) else ExitStatus.ok)
+
+
+def usage_line(error: Exception) -> str:
+    """A usage error of the command line as one line: what is wrong, and where the help is.
+
+    >>> usage_line(typer.BadParameter("'x' is not a number."))
+    "invalid value: 'x' is not a number (see 'forensics --help')"
+    """
+    said: Any = error
+    lines = [line.strip() for line in str(said.format_message()).splitlines() if line.strip()]
+    message = "; ".join(lines).rstrip(".")
+    context = getattr(error, "ctx", None)
+    where = context.command_path if context is not None else "forensics"
+    return f"{message[:1].lower()}{message[1:]} (see '{where} --help')"
 
 
 def _click_class(name: str) -> Any:

@@ -64,7 +64,7 @@ def check_command(
     if json_output:
         document = loaded.model_dump(mode="json")
         document["problems"] = {name: said for name, said in found.items() if said}
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        sys.stdout.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
     else:
         sys.stdout.write(render_inventory(loaded))
         for name, said in found.items():
@@ -91,7 +91,7 @@ def render_inventory(inventory: Inventory, width: int | None = None) -> str:
             Text(inert(host.address)),
             Text(inert(host.target.proxy_jump or "-")),
             Text("yes" if host.target.sudo else "-"),
-            Text(f"{host.timeout_s:g}s"),
+            Text(f"{host.options.timeout:g}s"),
             Text(",".join(host.options.probes) or "all"),
             Text(inert(host.options.focus or "-")),
             Text(str(len(host.options.logs) + len(host.options.expected_logs) or "-")),

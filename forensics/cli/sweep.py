@@ -15,13 +15,13 @@ from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.messages import say, warn
+from forensics.cli.options import Given, declared_options, read_duration
 from forensics.cli.ticket import settings_from_options
 from forensics.collect import room_needed
-from forensics.core.duration_input import parse_duration
 from forensics.core.errors import UsageError
 from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
-from forensics.core.models import Severity
+from forensics.core.models import CollectOptions, Severity, SshOptions
 from forensics.fleet.history_location import history_location, is_postgres, open_history
 from forensics.fleet.inventory import load_inventory
 from forensics.fleet.lock import SweepLock
@@ -44,13 +44,6 @@ from forensics.remote import bundle
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
 from forensics.tickets.sweep import SweepTickets
-
-
-def _duration(option: str, value: str, positive: bool = True) -> float:
-    seconds = parse_duration(value)
-    if seconds is None or (positive and seconds <= 0):
-        raise UsageError(f"{option}: expected a duration such as 30, 90s, 15m or 1h, got {value!r}")
-    return seconds
 
 
 def _fitting(requested: int) -> int:
@@ -81,6 +74,15 @@ def exit_status(
     return ExitStatus.ok
 
 
+@declared_options(
+    SshOptions,
+    CollectOptions,
+    only=("connect_timeout", "timeout"),
+    more_help={
+        "connect_timeout": "Overrides the inventory's.",
+        "timeout": "Per host; overrides the inventory's.",
+    },
+)
 def sweep_command(
     inventory: Annotated[Path, typer.Option("--inventory", help="The inventory file.")] = Path(
         "inventory.yaml"
@@ -100,12 +102,6 @@ def sweep_command(
             "open-file limit cannot hold that many (8 descriptors a host)."
         ),
     ] = 64,
-    timeout: Annotated[
-        str | None, typer.Option(help="Deadline per host (e.g. 90s, 2m); default: inventory's.")
-    ] = None,
-    connect_timeout: Annotated[
-        str | None, typer.Option(help="Seconds to establish SSH; default: inventory's.")
-    ] = None,
     out: Annotated[
         Path, typer.Option(help="Bundles go to OUT/<sweep id>/<host>/<UTC time>/.")
     ] = Path("forensics-bundles"),
@@ -184,6 +180,8 @@ def sweep_command(
     ticket_dry_run: Annotated[
         bool, typer.Option(help="Print the ticket requests instead of sending them.")
     ] = False,
+    *,
+    given: Given,
 ) -> None:
     """Collect every host of the inventory concurrently; print what the fleet shows and what
     changed since each host's previous run.
@@ -210,11 +208,13 @@ def sweep_command(
         raise UsageError(f"--concurrency: must be at least 1, got {concurrency}")
     if allow_unreachable < 0:
         raise UsageError("--allow-unreachable: must be 0 or more")
-    timeout_s = _duration("--timeout", timeout) if timeout else None
-    connect_timeout_s = _duration("--connect-timeout", connect_timeout) if connect_timeout else None
-    grace_s = _duration("--grace", grace, positive=False)
-    every_s = _duration("--every", every) if every else None
-    jitter_s = _duration("--jitter", jitter, positive=False)
+    timeout_s = given.read(CollectOptions).timeout if "timeout" in given.values else None
+    connect_timeout_s = (
+        given.read(SshOptions).connect_timeout if "connect_timeout" in given.values else None
+    )
+    grace_s = read_duration("--grace", grace, positive=False)
+    every_s = read_duration("--every", every) if every else None
+    jitter_s = read_duration("--jitter", jitter, positive=False)
     chosen = Shard.parse(shard) if shard is not None else None
     if metrics_port is not None and not 0 < metrics_port < 65536:
         raise UsageError(f"--metrics-port: must be 1..65535, got {metrics_port}")

@@ -18,24 +18,24 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from pathlib import PurePosixPath
+from typing import Annotated
 
 import typer
 
 from forensics.cli.messages import say
+from forensics.cli.options import Given, declared_options, read_duration
+from forensics.core.cgroup_paths import V2_ROOT
 from forensics.core.errors import CollectionError, Interrupted, UsageError
 from forensics.core.escaping import inert, inert_json
 from forensics.core.exit_status import ExitStatus
-from forensics.core.quantities import gib, parse_duration, seconds_text
+from forensics.core.models import SshOptions, Target
+from forensics.core.targets import parse_target
+from forensics.core.units import describe_duration, gib
+from forensics.remote.line_stream import LineStream
+from forensics.watch.condition import Condition, parse_condition
+from forensics.watch.sampler import MemorySample, SampledCgroup, read_line, sampler_script
 from forensics.watch.trend import seconds_until, slope
-
-if TYPE_CHECKING:
-    # SSH and the models load when a watch runs, not for --help.
-    from forensics.core.models import Target
-    from forensics.remote.line_stream import LineStream
-    from forensics.watch.condition import Condition
-    from forensics.watch.sampler import MemorySample, SampledCgroup
 
 MIN_EVERY_S = 0.1
 # Rates in `watch` follow the last few samples; `wait` fits over more, for a steadier ETA.
@@ -54,29 +54,16 @@ TargetArgument = Annotated[
     str,
     typer.Argument(help="'local' (this machine, no SSH), [user@]host[:port], or an SSH alias."),
 ]
-PortOption = Annotated[int | None, typer.Option(help="SSH port (overrides host:port).")]
-UserOption = Annotated[str | None, typer.Option(help="SSH user (overrides user@).")]
-IdentityOption = Annotated[Path | None, typer.Option("--identity", "-i", help="Private key file.")]
-SshConfigOption = Annotated[
-    Path | None, typer.Option(help="SSH config file (default ~/.ssh/config when it exists).")
-]
-KnownHostsOption = Annotated[
-    Path | None, typer.Option(help="known_hosts file (default ~/.ssh/known_hosts).")
-]
-AcceptNewOption = Annotated[
-    bool,
-    typer.Option("--accept-new-host-key", help="Trust an unknown host key on first use (TOFU)."),
-]
-ConnectTimeoutOption = Annotated[float, typer.Option(help="Seconds to establish SSH.")]
 CgroupOption = Annotated[
     str | None,
     typer.Option(
-        help="Cgroup directory on the host to sample, e.g. /sys/fs/cgroup/memory/job "
-        "(default: PID 1's memory cgroup)."
+        help="Cgroup directory on the host to sample, under /sys/fs/cgroup, e.g. "
+        "/sys/fs/cgroup/memory/job (default: PID 1's memory cgroup)."
     ),
 ]
 
 
+@declared_options(SshOptions)
 def watch_command(
     target: TargetArgument = "local",
     every: Annotated[str, typer.Option(help="Interval: 2s, 500ms, 1m.")] = "2s",
@@ -88,13 +75,8 @@ def watch_command(
         typer.Option("--format", "-f", help="text: a line per sample; json: JSON lines."),
     ] = WatchFormat.text,
     cgroup: CgroupOption = None,
-    port: PortOption = None,
-    user: UserOption = None,
-    identity: IdentityOption = None,
-    ssh_config: SshConfigOption = None,
-    known_hosts: KnownHostsOption = None,
-    accept_new_host_key: AcceptNewOption = False,
-    connect_timeout: ConnectTimeoutOption = 10.0,
+    *,
+    given: Given,
 ) -> None:
     """Sample memory at an interval over one SSH connection: host used/available, Mlocked,
     cgroup usage and limit, and how fast each moves (GiB/s).
@@ -105,16 +87,11 @@ def watch_command(
 
       forensics watch root@ssh6.vast.ai:17008 --format json > samples.jsonl
     """
-    from forensics.remote.line_stream import LineStream
-    from forensics.watch.sampler import sampler_script
-
     every_s = _interval(every)
-    total_s = parse_duration(duration, "--for") if duration is not None else None
+    total_s = read_duration("--for", duration) if duration is not None else None
     count = None if total_s is None else _intervals(total_s, every_s) + 1
-    parsed = _target(
-        target, port, user, identity, ssh_config, known_hosts, accept_new_host_key,
-        connect_timeout,
-    )  # fmt: skip
+    _check_cgroup_option(cgroup)
+    parsed = parse_target(target, given.read(SshOptions))
     nonce = secrets.token_hex(8)
     try:
         with LineStream(parsed, sampler_script(nonce, every_s, count, cgroup)) as stream:
@@ -135,8 +112,6 @@ def _watch(
     target: Target,
 ) -> None:
     """Print samples until ``until`` says stop, whatever the host sends or fails to send."""
-    from forensics.watch.sampler import MemorySample, SampledCgroup, read_line
-
     history: deque[MemorySample] = deque(maxlen=RATE_SAMPLES)
     sampled: SampledCgroup | None = None
     seen = 0
@@ -212,6 +187,7 @@ def _watch_row(sample: MemorySample) -> str:
     )
 
 
+@declared_options(SshOptions)
 def wait_command(
     target: TargetArgument = "local",
     available: Annotated[
@@ -223,13 +199,8 @@ def wait_command(
     timeout: Annotated[str, typer.Option(help="Give up after this long (exit 1).")] = "10m",
     every: Annotated[str, typer.Option(help="Sampling interval.")] = "1s",
     cgroup: CgroupOption = None,
-    port: PortOption = None,
-    user: UserOption = None,
-    identity: IdentityOption = None,
-    ssh_config: SshConfigOption = None,
-    known_hosts: KnownHostsOption = None,
-    accept_new_host_key: AcceptNewOption = False,
-    connect_timeout: ConnectTimeoutOption = 10.0,
+    *,
+    given: Given,
 ) -> None:
     """Wait until memory is back: exit 0 as soon as every condition holds, 1 at the
     timeout; shows the measured release rate and the ETA from a fit over recent samples.
@@ -243,10 +214,6 @@ def wait_command(
 
       forensics wait gpu-a --available '>=500GiB' --cgroup-current '<=250GiB' && ./start-daemon
     """
-    from forensics.remote.line_stream import LineStream
-    from forensics.watch.condition import parse_condition
-    from forensics.watch.sampler import sampler_script
-
     conditions = []
     if available is not None:
         conditions.append(parse_condition("available", available))
@@ -254,12 +221,10 @@ def wait_command(
         conditions.append(parse_condition("cgroup_current", cgroup_current))
     if not conditions:
         raise UsageError("wait needs a condition: --available '>=500GiB' and/or --cgroup-current")
-    timeout_s = parse_duration(timeout, "--timeout")
+    timeout_s = read_duration("--timeout", timeout)
     every_s = _interval(every)
-    parsed = _target(
-        target, port, user, identity, ssh_config, known_hosts, accept_new_host_key,
-        connect_timeout,
-    )  # fmt: skip
+    _check_cgroup_option(cgroup)
+    parsed = parse_target(target, given.read(SshOptions))
     nonce = secrets.token_hex(8)
     count = _intervals(timeout_s, every_s) + 2
     started = time.monotonic()
@@ -276,8 +241,6 @@ def _wait(
     timeout_s: float,
     target: Target,
 ) -> int:
-    from forensics.watch.sampler import MemorySample, SampledCgroup, read_line
-
     history: deque[MemorySample] = deque(maxlen=FIT_SAMPLES)
     first: MemorySample | None = None
     _out(f"{target.name}: waiting until {' and '.join(c.describe() for c in conditions)}")
@@ -296,12 +259,13 @@ def _wait(
         history.append(item)
         elapsed = item.host_uptime_s - first.host_uptime_s
         if all(c.holds(_value(c, item)) for c in conditions):
-            _out(f"met after {seconds_text(elapsed)}: {_state(conditions, history)}")
+            took = describe_duration(elapsed, tenths=True)
+            _out(f"met after {took}: {_state(conditions, history)}")
             return ExitStatus.ok
         eta = _eta(conditions, history, remaining)
         _out(f"+{elapsed:6.1f}s  {_state(conditions, history)}  {eta}")
     last = f": {_state(conditions, history)}" if history else ""
-    _out(f"timed out after {seconds_text(timeout_s)}{last}")
+    _out(f"timed out after {describe_duration(timeout_s, tenths=True)}{last}")
     return ExitStatus.findings
 
 
@@ -371,11 +335,11 @@ def _eta(
         if eta > remaining_s:
             return (
                 f"not reachable before --timeout at the current rate "
-                f"({condition.label} would need {seconds_text(eta)})"
+                f"({condition.label} would need {describe_duration(eta, tenths=True)})"
             )
         etas.append(eta)
     fit = f"fit over {len(history)} samples"
-    return f"ETA {seconds_text(max(etas))} ({fit})" if etas else ""
+    return f"ETA {describe_duration(max(etas), tenths=True)} ({fit})" if etas else ""
 
 
 def _points(condition: Condition, history: Sequence[MemorySample]) -> list[tuple[float, float]]:
@@ -408,36 +372,28 @@ def _rounded(rate: float | None) -> float | None:
 
 
 def _interval(text: str) -> float:
-    every_s = parse_duration(text, "--every")
+    every_s = read_duration("--every", text, positive=False)
     if every_s < MIN_EVERY_S:
         raise UsageError(f"--every {text!r}: the shortest interval is {MIN_EVERY_S:g}s")
     return every_s
 
 
-def _target(
-    spec: str,
-    port: int | None,
-    user: str | None,
-    identity: Path | None,
-    ssh_config: Path | None,
-    known_hosts: Path | None,
-    accept_new_host_key: bool,
-    connect_timeout: float,
-) -> Target:
-    from forensics.core.targets import parse_target
+def _check_cgroup_option(cgroup: str | None) -> None:
+    """``--cgroup`` names a directory of the cgroup file system, nothing else on the host.
 
-    if connect_timeout <= 0:
-        raise UsageError("--connect-timeout must be positive")
-    return parse_target(
-        spec,
-        user=user,
-        port=port,
-        identity=str(identity) if identity else None,
-        ssh_config=str(ssh_config) if ssh_config else None,
-        known_hosts=str(known_hosts) if known_hosts else None,
-        accept_new_host_key=accept_new_host_key,
-        connect_timeout=connect_timeout,
-    )
+    >>> _check_cgroup_option("/sys/fs/cgroup/memory/job")
+    >>> _check_cgroup_option("/sys/fs/cgroup/../../etc")
+    Traceback (most recent call last):
+    ...
+    forensics.core.errors.UsageError: --cgroup '/sys/fs/cgroup/../../etc': name a directory ...
+    """
+    if cgroup is None:
+        return
+    path = PurePosixPath(cgroup)
+    if not path.is_absolute() or ".." in path.parts or not path.is_relative_to(V2_ROOT):
+        raise UsageError(
+            f"--cgroup {cgroup!r}: name a directory under {V2_ROOT}, e.g. /sys/fs/cgroup/memory/job"
+        )
 
 
 def _size(value: int | None) -> str:

@@ -6,45 +6,154 @@ Probe-specific facts live beside their probe in `probes/`.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    model_validator,
+)
 
+from forensics.core.declared import CommandLine, from_operator
+from forensics.core.focus import focus_problem
 from forensics.core.levels import CollectStatus as CollectStatus
 from forensics.core.levels import Severity as Severity
+from forensics.core.units import Duration
 
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Target(Frozen):
-    """Where to collect from. ``local`` runs the same script on this machine, without SSH."""
+class Declared(Frozen):
+    """A model whose fields are options an operator sets (``core/declared.py``): every
+    number finite."""
 
-    name: str = Field(description="What the operator calls it: an alias, host[:port] or 'local'.")
-    host: str | None = Field(default=None, description="Host name or address; None for local.")
-    port: int | None = Field(default=None, ge=1, le=65535)
-    user: str | None = None
-    identity: str | None = Field(default=None, description="Private key file.")
-    ssh_config: str | None = None
-    proxy_jump: str | None = Field(
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+def _port(value: object) -> int | None:
+    """A TCP port from a number or its digits.
+
+    >>> _port("2222"), _port(22), _port(None)
+    (2222, 22, None)
+    """
+    if value is None:
+        return None
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value)
+    if number is None or not 1 <= number <= 65535:
+        raise ValueError(f"must be 1..65535, got {value!r}")
+    return number
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` cannot name a host to connect to, or None. A resolver reads names in
+    dot-separated labels of 1 to 63 characters (IDNA), 253 in all.
+
+    >>> host_problem("ssh6.vast.ai"), host_problem("::1"), host_problem("gpu_a")
+    (None, None, None)
+    >>> host_problem("a..b")
+    'not a host name: every dot-separated label needs 1 to 63 characters'
+    """
+    try:
+        encoded = host.encode("idna")
+    except UnicodeError:
+        return "not a host name: every dot-separated label needs 1 to 63 characters"
+    if not host or len(encoded) > 253 or any(c.isspace() or c in "/@,${}" for c in host):
+        return "not a host name: at most 253 characters, none of space / @ , $ { }"
+    return None
+
+
+def _host(value: str | None) -> str | None:
+    problem = host_problem(value) if value is not None else None
+    if problem is not None:
+        raise ValueError(f"{problem}, got {value!r}")
+    return value
+
+
+_JUMP_HOP = re.compile(r"^(?:[^@\s,/]+@)?(?:\[[0-9A-Fa-f:.]+\]|[^@\s:,/\[\]]+)(?::\d{1,5})?$")
+
+
+def _jump_hosts(value: str | None) -> str | None:
+    if value is not None and not all(_JUMP_HOP.match(hop.strip()) for hop in value.split(",")):
+        raise ValueError(f"expected [user@]host[:port][,...], got {value!r}")
+    return value
+
+
+Port = Annotated[int | None, BeforeValidator(_port), CommandLine(metavar="PORT")]
+
+
+class SshOptions(Declared):
+    """How to reach a host; the SSH options of ``collect``, ``watch`` and ``wait`` and the
+    settings of an inventory host."""
+
+    port: Port = Field(default=None, ge=1, le=65535, description="SSH port (overrides host:port).")
+    user: str | None = Field(default=None, description="SSH user (overrides user@).")
+    identity: Annotated[str | None, CommandLine(metavar="FILE", short="-i")] = Field(
+        default=None, description="Private key file."
+    )
+    ssh_config: Annotated[str | None, CommandLine(metavar="FILE")] = Field(
+        default=None,
+        description="SSH config file, read as `ssh -F FILE` would (default ~/.ssh/config and "
+        "/etc/ssh/ssh_config).",
+    )
+    proxy_jump: Annotated[str | None, AfterValidator(_jump_hosts)] = Field(
         default=None, description="Jump hosts, as ssh -J: [user@]host[:port][,...]."
     )
-    known_hosts: str | None = None
-    accept_new_host_key: bool = False
-    connect_timeout: float = Field(default=10.0, gt=0)
+    known_hosts: Annotated[str | None, CommandLine(metavar="FILE")] = Field(
+        default=None,
+        description="known_hosts file, the only one checked (default: the SSH config's "
+        "known_hosts files).",
+    )
+    accept_new_host_key: bool = Field(
+        default=False,
+        description="Trust an unknown host key on first use and add it to known_hosts "
+        "(recorded in the manifest). A changed key is always refused.",
+    )
+    connect_timeout: Duration = Field(default=10.0, gt=0, description="Time to establish SSH.")
     sudo: bool = Field(
         default=False,
-        description="Run the script as root through `sudo -n /bin/sh` (never asks a password).",
+        description="Run the script as root through `sudo -n /bin/sh` (needs a NOPASSWD rule; "
+        "never asks a password).",
     )
+
+
+class _Named(Declared):
+    name: str = Field(description="What the operator calls it: an alias, host[:port] or 'local'.")
+    host: Annotated[str | None, AfterValidator(_host)] = Field(
+        default=None, description="Host name or address; None for local."
+    )
+
+
+class Target(SshOptions, _Named):
+    """Where to collect from. ``local`` runs the same script on this machine, without SSH."""
 
     @property
     def is_local(self) -> bool:
         return self.host is None
 
 
-class MemoryThresholds(Frozen):
+# Pairs of thresholds where the first must not fire after the second: (warning, critical)
+# of one measure; for "available" less is worse, so its warning is the larger number.
+_ORDERED_THRESHOLDS = (
+    ("near_limit_warning_percent", "near_limit_critical_percent"),
+    ("pressure_full_avg10", "pressure_full_critical_avg10"),
+    ("available_critical_percent", "available_warning_percent"),
+    ("locked_percent", "locked_warning_percent"),
+)
+
+
+class MemoryThresholds(Declared):
     """When memory findings fire; ``--threshold NAME=VALUE`` on ``collect`` overrides one."""
 
     near_limit_warning_percent: float = Field(default=90, gt=0, le=100)
@@ -59,32 +168,103 @@ class MemoryThresholds(Frozen):
     locked_percent: float = Field(default=10, gt=0, le=100, description="Of MemTotal, info.")
     locked_warning_percent: float = Field(default=25, gt=0, le=100)
 
+    @model_validator(mode="after")
+    def _warning_before_critical(self, info: ValidationInfo) -> MemoryThresholds:
+        for lower, higher in _ORDERED_THRESHOLDS if from_operator(info) else ():
+            if getattr(self, lower) > getattr(self, higher):
+                raise ValueError(
+                    f"{lower} ({getattr(self, lower):g}) must not be above "
+                    f"{higher} ({getattr(self, higher):g}): a warning fires before the "
+                    "critical finding"
+                )
+        return self
 
-class CollectOptions(Frozen):
-    """What the operator asked the probes to look at; probes read it to shape their sections."""
 
-    focus: str | None = Field(
+def log_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot name a log on the host, or None. The script runs in a private
+    temp dir there, so a relative path would mean nothing.
+
+    >>> log_path_problem("~/bench*.log") is None
+    True
+    >>> log_path_problem("bench.log")
+    'give an absolute path or one starting with ~/'
+    """
+    if not (path.startswith("/") or path.startswith("~/")) or "\n" in path:
+        return "give an absolute path or one starting with ~/"
+    return None
+
+
+def _log_path(path: str, info: ValidationInfo) -> str:
+    problem = log_path_problem(path) if from_operator(info) else None
+    if problem is not None:
+        raise ValueError(f"{problem}, got {path!r}")
+    return path
+
+
+def _focus(pattern: str | None, info: ValidationInfo) -> str | None:
+    problem = focus_problem(pattern) if pattern is not None and from_operator(info) else None
+    if problem is not None:
+        raise ValueError(problem)
+    return pattern
+
+
+LogPath = Annotated[str, AfterValidator(_log_path)]
+
+# Names this model had in manifests written before the options were declared once.
+_EARLIER_NAMES = {
+    "gpu_timeout_s": "gpu_timeout",
+    "snapshot_gap_s": "snapshot_gap",
+    "memory_thresholds": "thresholds",
+}
+
+
+class CollectOptions(Declared):
+    """What the operator asked a collection to look at (the one declaration of each
+    option: the command line, the inventory and the manifest use these names); probes
+    read it to shape their sections."""
+
+    timeout: Duration = Field(
+        default=120.0, gt=0, description="Deadline for the whole collection of the host."
+    )
+    probes: Annotated[tuple[str, ...], CommandLine(metavar="NAME")] = Field(
+        default=(), description="Run only these probes; empty means all."
+    )
+    focus: Annotated[str | None, AfterValidator(_focus), CommandLine(metavar="REGEX")] = Field(
         default=None, description="Regex on process name or command line: the process in question."
     )
-    probes: tuple[str, ...] = Field(default=(), description="Probe names to run; empty means all.")
-    logs: tuple[str, ...] = Field(
+    logs: Annotated[tuple[LogPath, ...], CommandLine(metavar="GLOB")] = Field(
         default=(), description="Log file globs to read on the host: absolute, or ~/ for $HOME."
     )
-    expected_logs: tuple[str, ...] = Field(
+    expected_logs: Annotated[
+        tuple[LogPath, ...], CommandLine(metavar="PATH", old_spelling="--expect-log")
+    ] = Field(
         default=(), description="Log paths that should exist on the host; absence is a finding."
     )
-    log_lines: int = Field(default=50, ge=1, le=1000, description="Last lines kept per log.")
-    gpu_timeout_s: float = Field(
-        default=30.0, gt=0, description="Seconds nvidia-smi may take before it counts as hung."
+    log_lines: Annotated[int, CommandLine(metavar="N")] = Field(
+        default=50, ge=1, le=1000, description="Last lines kept per log."
     )
-    snapshot_gap_s: float = Field(
-        default=2.0, ge=0, le=60, description="Seconds between the two process-table snapshots."
+    gpu_timeout: Duration = Field(
+        default=30.0, gt=0, description="Time nvidia-smi may take before it counts as hung."
     )
-    memory_thresholds: MemoryThresholds = Field(default_factory=MemoryThresholds)
-    scripts: tuple[str, ...] = Field(
+    snapshot_gap: Duration = Field(
+        default=2.0, ge=0, le=60, description="Time between the two process-table snapshots."
+    )
+    thresholds: Annotated[MemoryThresholds, CommandLine(metavar="NAME=VALUE")] = Field(
+        default_factory=MemoryThresholds,
+        description="When memory findings fire, by name (see docs/memory.md).",
+    )
+    scripts: Annotated[tuple[str, ...], CommandLine(metavar="PATH")] = Field(
         default=(),
-        description="Shell scripts to read on the host (--script), besides running ones.",
+        description="Shell scripts on the host to read and check for masked exit statuses, "
+        "besides the running ones.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_names(cls, values: Any) -> Any:
+        if isinstance(values, dict) and any(name in values for name in _EARLIER_NAMES):
+            return {_EARLIER_NAMES.get(name, name): value for name, value in values.items()}
+        return values
 
 
 class SectionSpec(Frozen):

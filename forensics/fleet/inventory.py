@@ -21,16 +21,14 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
-from forensics.core.duration_input import parse_duration
+from forensics.core.declared import DeclaredProblem, problem_words, read_declared
 from forensics.core.errors import UsageError
-from forensics.core.focus import focus_problem
-from forensics.core.log_options import log_path_problem
-from forensics.core.models import CollectOptions, MemoryThresholds, Target
-from forensics.core.thresholds import ThresholdProblem, memory_thresholds
+from forensics.core.models import CollectOptions, Declared, SshOptions, Target, host_problem
 from forensics.core.ticket_settings import TicketSettings
 from forensics.fleet.located_yaml import (
     LocatedYaml,
@@ -41,17 +39,20 @@ from forensics.fleet.located_yaml import (
 )
 from forensics.probes import PROBES
 
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
-DEFAULT_TIMEOUT_S = 120.0
 MAX_ERRORS_SHOWN = 20
 
 PATH_FIELDS = ("identity", "known_hosts", "ssh_config")
+# Every declared option (core/models.py) is a setting of the same name, checked by its
+# declaration once the levels are merged.
+OPTIONS: dict[str, type[BaseModel]] = {
+    name: model for model in (SshOptions, CollectOptions) for name in model.model_fields
+}
 
 _NAME = re.compile(r"^[^\s/]+$")
-_HOST = re.compile(r"^[^\s/@,${}]+$")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_JUMP_HOP = re.compile(r"^(?:[^@\s,/]+@)?(?:\[[0-9A-Fa-f:.]+\]|[^@\s:,/\[\]]+)(?::\d{1,5})?$")
 _SECRET_FIELDS = ("password", "passphrase", "secret", "token", "private_key")
+
+Options = TypeVar("Options", bound=Declared)
 
 
 class InventoryError(UsageError):
@@ -59,72 +60,20 @@ class InventoryError(UsageError):
     line."""
 
 
-def _port(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value)
-    else:
-        raise ValueError(f"must be 1..65535, got {value!r}")
-    if not 1 <= number <= 65535:
-        raise ValueError(f"must be 1..65535, got {value!r}")
-    return number
+class Settings(BaseModel):
+    """What ``defaults``, a group and a host may set: any option of ``SshOptions`` or
+    ``CollectOptions`` by its name (kept as written here, checked once merged), and where
+    its findings open tickets."""
 
+    model_config = ConfigDict(extra="allow")
 
-def _seconds(value: object) -> float:
-    seconds = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str):
-        seconds = parse_duration(value)
-    if seconds is None or seconds <= 0:
-        raise ValueError(f"must be a positive duration such as 30, 90s or 2m, got {value!r}")
-    return seconds
-
-
-Port = Annotated[int, BeforeValidator(_port)]
-Seconds = Annotated[float, BeforeValidator(_seconds)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class LogSettings(_Strict):
-    watch: list[str] = Field(
-        default_factory=list, description="Globs of log files on the host whose tails to read."
-    )
-    expect: list[str] = Field(
-        default_factory=list,
-        description="Log files that should exist on the host; a missing one is a finding.",
-    )
-
-
-class Settings(_Strict):
-    """What ``defaults``, a group and a host may set; None means "inherit"."""
-
-    user: str | None = None
-    port: Port | None = None
-    identity: str | None = Field(default=None, description="Private key file (local path).")
-    known_hosts: str | None = Field(default=None, description="known_hosts file (local path).")
-    ssh_config: str | None = Field(default=None, description="SSH config file (local path).")
-    proxy_jump: str | None = Field(default=None, description="[user@]host[:port][,...]")
-    accept_new_host_key: bool | None = None
-    connect_timeout: Seconds | None = None
-    timeout: Seconds | None = Field(default=None, description="Deadline for the whole host.")
-    probes: list[str] | None = None
-    focus: str | None = None
-    logs: LogSettings | None = None
-    scripts: list[str] | None = Field(
-        default=None, description="Wrapper scripts on the host to check (paths on the host)."
-    )
-    thresholds: dict[str, float] | None = Field(
-        default=None, description="Memory finding thresholds by name, as collect --threshold."
-    )
-    sudo: bool | None = Field(default=None, description="Run the script through sudo -n.")
     tickets: TicketSettings | None = Field(
         default=None, description="Open tickets for this host's findings (docs/TICKETS.md)."
     )
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 class HostEntry(Settings):
@@ -137,7 +86,9 @@ class Group(Settings):
     hosts: list[HostEntry] = Field(default_factory=list)
 
 
-class InventoryFile(_Strict):
+class InventoryFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     history: str | None = Field(
         default=None, description="Where sweep history goes: a SQLite path or postgresql:// URL."
     )
@@ -156,7 +107,6 @@ class ResolvedHost(BaseModel):
     tags: tuple[str, ...]
     source: str = Field(description="file:line of the host's entry.")
     target: Target
-    timeout_s: float
     options: CollectOptions
     tickets: TicketSettings | None = None
 
@@ -171,9 +121,12 @@ class ResolvedHost(BaseModel):
     ) -> ResolvedHost:
         """This host with the command line's deadlines, where given, over the inventory's."""
         target = self.target
+        options = self.options
         if connect_timeout_s is not None:
             target = target.model_copy(update={"connect_timeout": connect_timeout_s})
-        return self.model_copy(update={"target": target, "timeout_s": timeout_s or self.timeout_s})
+        if timeout_s is not None:
+            options = options.model_copy(update={"timeout": timeout_s})
+        return self.model_copy(update={"target": target, "options": options})
 
 
 class Inventory(BaseModel):
@@ -256,29 +209,27 @@ def _describe(error: ValidationError, document: LocatedYaml, path: Path) -> str:
     return "\n".join(problems)
 
 
-def _words(detail: Any) -> str:
-    kind = detail["type"]
-    field = str(detail["loc"][-1]) if detail["loc"] else ""
-    if kind == "extra_forbidden":
-        if any(secret in field.lower() for secret in _SECRET_FIELDS):
-            return (
-                "secrets do not belong in the inventory; use a key file (identity) or the SSH agent"
-            )
-        close = difflib.get_close_matches(field, _KNOWN_FIELDS, n=1)
-        return "unknown field" + (f" (did you mean {close[0]!r}?)" if close else "")
-    if kind == "value_error":
-        return str(detail["ctx"]["error"])
-    if kind == "missing":
-        return "required field is missing"
-    message = str(detail["msg"])
-    return f"{message[0].lower()}{message[1:]}, got {detail['input']!r}"
+def _words(detail: ErrorDetails) -> str:
+    if detail["type"] == "extra_forbidden":
+        return _unknown_field(str(detail["loc"][-1]))
+    return problem_words(detail)
+
+
+def _unknown_field(field: str) -> str:
+    if any(secret in field.lower() for secret in _SECRET_FIELDS):
+        return "secrets do not belong in the inventory; use a key file (identity) or the SSH agent"
+    close = difflib.get_close_matches(field, _KNOWN_FIELDS, n=1)
+    return "unknown field" + (f" (did you mean {close[0]!r}?)" if close else "")
 
 
 _KNOWN_FIELDS = sorted(
     {
-        name
-        for model in (InventoryFile, Group, HostEntry, LogSettings, TicketSettings)
-        for name in model.model_fields
+        *OPTIONS,
+        *(
+            name
+            for model in (InventoryFile, Group, HostEntry, TicketSettings)
+            for name in model.model_fields
+        ),
     }
 )
 
@@ -348,71 +299,73 @@ class _Resolver:
             layers.append((("groups", group_name), self.parsed.groups[group_name]))
         layers.append((where, entry))
         origin: dict[str, tuple[str | int, ...]] = {}
+        count = len(self.problems)
+        tickets = None
         for layer_where, layer in layers:
-            for field in Settings.model_fields:
-                value = getattr(layer, field)
-                if value is not None:
+            tickets = layer.tickets if layer.tickets is not None else tickets
+            for field, value in layer.settings.items():
+                if field not in OPTIONS:
+                    self._problem((*layer_where, field), _unknown_field(field))
+                elif value is not None:
                     merged[field] = value
                     origin[field] = (*layer_where, field)
-        count = len(self.problems)
         for field in ("user", "proxy_jump"):
-            if field in merged and "${" in merged[field]:
+            if isinstance(merged.get(field), str) and "${" in merged[field]:
                 self._problem(
                     origin[field],
                     "${...} is expanded in local paths only (identity, known_hosts, ssh_config)",
                 )
         for field in PATH_FIELDS:
-            if field in merged:
+            if isinstance(merged.get(field), str):
                 merged[field] = self._local_path(origin[field], merged[field])
-        if not _HOST.match(entry.host):
-            self._problem((*where, "host"), f"expected a host name or address, got {entry.host!r}")
-        if "proxy_jump" in merged:
-            self._check_jump(origin["proxy_jump"], merged["proxy_jump"])
-        self._check_probes(origin.get("probes"), merged.get("probes", []))
-        self._check_focus(origin.get("focus"), merged.get("focus"))
-        logs: LogSettings = merged.get("logs", LogSettings())
-        self._check_logs(origin.get("logs"), logs)
-        thresholds = self._thresholds(origin.get("thresholds"), merged.get("thresholds", {}))
-        port = merged.get("port")
+        if isinstance(merged.get("logs"), dict):
+            self._problem(
+                origin["logs"],
+                "logs is a list of globs to read; the paths that must exist go in expected_logs",
+            )
+            return None
+        ssh = self._declared(SshOptions, merged, origin)
+        options = self._declared(CollectOptions, merged, origin)
+        if options is not None:
+            self._check_probes(origin.get("probes"), options.probes)
+        problem = host_problem(entry.host)
+        if problem is not None:
+            self._problem((*where, "host"), f"{problem}, got {entry.host!r}")
+        port = ssh.port if ssh is not None else None
         name = entry.name or (entry.host if port in (None, 22) else f"{entry.host}:{port}")
         if not _NAME.match(name):
             self._problem((*where, "name"), f"host names have no spaces or '/', got {name!r}")
         for tag in entry.tags:
             if not _NAME.match(tag):
                 self._problem((*where, "tags"), f"tags have no spaces or '/', got {tag!r}")
-        if len(self.problems) > count:
+        if len(self.problems) > count or ssh is None or options is None:
             return None
-        target = Target(
-            name=name,
-            host=entry.host,
-            port=port,
-            user=merged.get("user"),
-            identity=merged.get("identity"),
-            ssh_config=merged.get("ssh_config"),
-            known_hosts=merged.get("known_hosts"),
-            proxy_jump=merged.get("proxy_jump"),
-            accept_new_host_key=merged.get("accept_new_host_key", False),
-            connect_timeout=merged.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT_S),
-            sudo=merged.get("sudo", False),
-        )
-        options = CollectOptions(
-            focus=merged.get("focus"),
-            probes=tuple(merged.get("probes", ())),
-            logs=tuple(logs.watch),
-            expected_logs=tuple(logs.expect),
-            memory_thresholds=thresholds,
-            scripts=tuple(merged.get("scripts", ())),
-        )
         return ResolvedHost(
             name=name,
             group=group_name,
             tags=tuple(entry.tags),
             source=f"{self.path}:{self.document.line_of(where)}",
-            target=target,
-            timeout_s=merged.get("timeout", DEFAULT_TIMEOUT_S),
+            target=Target(name=name, host=entry.host, **ssh.model_dump()),
             options=options,
-            tickets=merged.get("tickets"),
+            tickets=tickets,
         )
+
+    def _declared(
+        self,
+        model: type[Options],
+        merged: dict[str, Any],
+        origin: dict[str, tuple[str | int, ...]],
+    ) -> Options | None:
+        """``model`` from the merged settings of its fields, or None with the problem
+        noted at the line that set the refused value."""
+        try:
+            return read_declared(
+                model, {k: v for k, v in merged.items() if k in model.model_fields}
+            )
+        except DeclaredProblem as refused:
+            field = str(refused.where[0])
+            self._problem((*origin.get(field, (field,)), *refused.where[1:]), refused.problem)
+            return None
 
     def _local_path(self, where: tuple[str | int, ...], value: str) -> str:
         def expand(match: re.Match[str]) -> str:
@@ -427,13 +380,7 @@ class _Resolver:
             expanded = self.path.parent / expanded
         return str(expanded)
 
-    def _check_jump(self, where: tuple[str | int, ...], value: str) -> None:
-        for hop in value.split(","):
-            if not _JUMP_HOP.match(hop.strip()):
-                self._problem(where, f"expected [user@]host[:port][,...], got {value!r}")
-                return
-
-    def _check_probes(self, where: tuple[str | int, ...] | None, names: list[str]) -> None:
+    def _check_probes(self, where: tuple[str | int, ...] | None, names: Sequence[str]) -> None:
         known = [probe.name for probe in PROBES]
         for name in names:
             if name not in known:
@@ -441,24 +388,3 @@ class _Resolver:
                     where or ("probes",),
                     f"unknown probe {name!r} (this build has: {', '.join(known)})",
                 )
-
-    def _check_logs(self, where: tuple[str | int, ...] | None, logs: LogSettings) -> None:
-        for kind in ("watch", "expect"):
-            for index, path in enumerate(getattr(logs, kind)):
-                problem = log_path_problem(path)
-                if problem is not None:
-                    self._problem((*(where or ("logs",)), kind, index), f"{problem}, got {path!r}")
-
-    def _thresholds(
-        self, where: tuple[str | int, ...] | None, values: dict[str, float]
-    ) -> MemoryThresholds:
-        try:
-            return memory_thresholds(values)
-        except ThresholdProblem as error:
-            self._problem((*(where or ("thresholds",)), error.name), error.problem)
-            return MemoryThresholds()
-
-    def _check_focus(self, where: tuple[str | int, ...] | None, focus: str | None) -> None:
-        problem = focus_problem(focus) if focus is not None else None
-        if problem is not None:
-            self._problem(where or ("focus",), problem)

@@ -200,7 +200,7 @@ class Sweep:
         hops = [hop for hop in (host.target.proxy_jump or "").split(",") if hop.strip()]
         give_up_at = (
             time.monotonic()
-            + host.timeout_s
+            + host.options.timeout
             + host.target.connect_timeout * (len(hops) + 1)
             + WATCHDOG_SLACK_S
         )
@@ -243,7 +243,7 @@ def collect_host(host: ResolvedHost, out: Path, gate: CommitGate | None = None) 
         "tags": list(host.tags),
     }
     try:
-        report = collect(host.target, host.options, out, host.timeout_s, gate)
+        report = collect(host.target, host.options, out, gate)
     except CollectionError as error:
         finished = datetime.now(UTC)
         failed = HostReport(
@@ -293,7 +293,7 @@ def _given_up(flight: _InFlight) -> HostRun:
         group=host.group,
         address=host.address,
         status=HostStatus.timeout,
-        reason=f"still running {WATCHDOG_SLACK_S:g}s past its {host.timeout_s:g}s deadline "
+        reason=f"still running {WATCHDOG_SLACK_S:g}s past its {host.options.timeout:g}s deadline "
         "(name resolution or the connection hung); given up",
         started=flight.started,
         finished=datetime.now(UTC),

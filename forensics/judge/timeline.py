@@ -19,7 +19,6 @@ import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from forensics.core.durations import describe_duration
 from forensics.core.facts import Facts
 from forensics.core.timeline_event import (
     COLLECTION,
@@ -37,6 +36,7 @@ from forensics.core.timeline_event import (
     XID,
     TimelineEvent,
 )
+from forensics.core.units import describe_duration
 from forensics.kernel.oom_report import OomKill
 from forensics.probes import PROBES
 from forensics.probes.kernel_log import KernelLogFacts

@@ -18,7 +18,7 @@ from fabric import Connection
 from forensics.core.errors import CollectionError
 from forensics.core.escaping import one_line
 from forensics.core.models import Target
-from forensics.remote.transport import READ_CHUNK, connect, shell_command
+from forensics.remote.transport import READ_CHUNK, SUDO, connect, shell_command
 
 STDERR_KEPT = 4096
 # The loops this reads write lines of a few hundred bytes; a longer one is not theirs.
@@ -46,7 +46,9 @@ class LineStream:
     def __enter__(self) -> LineStream:
         if self.target.is_local:
             self._process = subprocess.Popen(
-                ["/bin/sh", "-c", self.script],
+                [*SUDO, "/bin/sh", "-c", self.script]
+                if self.target.sudo
+                else ["/bin/sh", "-c", self.script],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -57,7 +59,7 @@ class LineStream:
             transport = self._connection.transport
             assert transport is not None
             self._channel = transport.open_session()
-            self._channel.exec_command(shell_command(self.script))
+            self._channel.exec_command(shell_command(self.script, self.target.sudo))
         return self
 
     def __exit__(

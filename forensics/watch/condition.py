@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forensics.core.errors import UsageError
-from forensics.core.quantities import gib, parse_size
+from forensics.core.units import UnitError, gib, parse_size
 from forensics.watch.sampler import MemorySample
 
 Metric = Literal["available", "cgroup_current"]
@@ -66,4 +66,7 @@ def parse_condition(metric: Metric, text: str) -> Condition:
     if not match:
         raise UsageError(f"{option} {text!r}: start with >=, <=, > or <, e.g. '>=500GiB'")
     comparison, size = match.groups()
-    return Condition(metric, comparison, parse_size(size, what=f"{option} {comparison}"))
+    try:
+        return Condition(metric, comparison, parse_size(size))
+    except UnitError as error:
+        raise UsageError(f"{option} {comparison} {error}") from error

@@ -23,7 +23,7 @@ from pathlib import Path
 from forensics.collect import collect
 from forensics.core.errors import AuthRefused, CollectionError, HostKeyRejected
 from forensics.core.models import CollectOptions, Target
-from forensics.core.quantities import seconds_text
+from forensics.core.units import describe_duration
 from forensics.judge.host_report import HostReport
 from forensics.probes.recorder import SECTION, Armed, Event, Gap, Sample, recording_line
 from forensics.remote.line_stream import StreamEnded
@@ -159,7 +159,7 @@ class Recorder:
                         f"{self.target.name}: connection lost ({error.message}); the recorder "
                         "is blind until it is back"
                     )
-                self.on_status(f"reconnecting in {seconds_text(backoff)}")
+                self.on_status(f"reconnecting in {describe_duration(backoff, tenths=True)}")
                 self._sleep(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
         if lost_at is not None:
@@ -171,7 +171,8 @@ class Recorder:
         self.pending_gaps.append(gap)
         self.outcome.gaps.append(gap)
         self.say(
-            f"{self.target.name}: connection back after {seconds_text(gap.seconds)}; "
+            f"{self.target.name}: connection back after "
+            f"{describe_duration(gap.seconds, tenths=True)}; "
             f"no samples from {gap.start:%H:%M:%S} to {gap.end:%H:%M:%S} UTC (recorded as a "
             "gap in the next bundle)"
         )
@@ -229,7 +230,8 @@ class Recorder:
             line = loop.wait_line(deadline)
             if line is None:
                 raise StreamEnded(
-                    f"{self.target.name}: no sample within {seconds_text(TICK_PATIENCE_S)}"
+                    f"{self.target.name}: no sample within "
+                    f"{describe_duration(TICK_PATIENCE_S, tenths=True)}"
                 )
             read_tick_line(tick, nonce, line)
         return tick
@@ -267,7 +269,6 @@ class Recorder:
             self.target,
             self.settings.options,
             self.settings.out,
-            self.settings.timeout_s,
             runner=loop.run_script,
             client_sections={SECTION: self._recording()},
         )

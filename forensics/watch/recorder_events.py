@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from forensics.core.quantities import gib, seconds_text
+from forensics.core.units import describe_duration, gib
 from forensics.probes.recorder import EVENT_KINDS, Event, ProcessSample, exit_words
 from forensics.watch.condition import Condition
 from forensics.watch.recorder_host import Tick
@@ -139,7 +139,10 @@ class Watcher:
             "stuck",
             now,
             pid,
-            detail=f"{process.threads_in_d} thread(s) in state D for {seconds_text(stuck_for)}",
+            detail=(
+                f"{process.threads_in_d} thread(s) in state D for "
+                f"{describe_duration(stuck_for, tenths=True)}"
+            ),
         )
 
     def _oom(self, tick: Tick, now: datetime) -> list[Event]:

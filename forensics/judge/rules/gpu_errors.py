@@ -369,7 +369,7 @@ def _smi_failed(
     smi: GpuFacts, context: RuleContext, xids: list[XidEvent], events: list[GpuDriverEvent]
 ) -> Finding:
     kind = smi.failure or "failed"
-    timeout = f"{context.options.gpu_timeout_s:g} s"
+    timeout = f"{context.options.gpu_timeout:g} s"
     severity, short, explanation, steps = _FAILURE_WORDS.get(
         kind,
         (

@@ -10,13 +10,13 @@ kernel's host PIDs cannot be compared with ours, so there every end counts.
 
 from __future__ import annotations
 
-from forensics.core.durations import describe_duration
 from forensics.core.evidence import cite
 from forensics.core.facts import CrossRule, Facts
 from forensics.core.focus import FocusProcess
 from forensics.core.models import EvidenceRef, Finding, Severity
 from forensics.core.probe import RuleContext
 from forensics.core.timeline_event import ENDINGS, TimelineEvent
+from forensics.core.units import describe_duration
 from forensics.judge.timeline import host_events
 from forensics.probes.logs import SECTION, LogFile, LogsFacts
 from forensics.probes.system import SystemFacts

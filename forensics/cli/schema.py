@@ -1,0 +1,13 @@
+"""``forensics schema``: the JSON Schema of the report that ``collect --format json`` prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from forensics.judge.host_report import HostReport
+
+
+def schema_command() -> None:
+    """Print the JSON Schema of the report that `collect --format json` prints."""
+    sys.stdout.write(json.dumps(HostReport.model_json_schema(), indent=2) + "\n")
