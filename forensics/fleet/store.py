@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from forensics.core.errors import UsageError
 from forensics.core.models import Severity
@@ -130,6 +130,22 @@ _LATEST_RUNS = (
     "WHERE s.host = r.host ORDER BY started DESC, id DESC LIMIT 1) ORDER BY host"
 )
 """Each host's latest run, when it started at or after the bound (``{p}``: the placeholder)."""
+
+
+def tracked_rows(rows: Sequence[Sequence[Any]]) -> list[TrackedFinding]:
+    """Rows of ``fingerprint, finding_id, severity, title, subject, sections`` (the
+    ``findings`` table of either store) as the findings they record."""
+    return [
+        TrackedFinding(
+            fingerprint=mark,
+            id=finding_id,
+            severity=Severity(severity),
+            title=title,
+            subject=json.loads(subject),
+            sections=json.loads(sections),
+        )
+        for mark, finding_id, severity, title, subject, sections in rows
+    ]
 
 
 def run_row(row: tuple[object, ...] | Sequence[object]) -> RunRow:
@@ -309,17 +325,7 @@ class History:
         return PreviousRun(
             started=datetime.fromisoformat(row[1]),
             sweep_id=row[2],
-            findings=[
-                TrackedFinding(
-                    fingerprint=mark,
-                    id=finding_id,
-                    severity=Severity(severity),
-                    title=title,
-                    subject=json.loads(subject),
-                    sections=json.loads(sections),
-                )
-                for mark, finding_id, severity, title, subject, sections in findings
-            ],
+            findings=tracked_rows(findings),
         )
 
     def record(self, sweep_id: str | None, host: HostRun, tracked: list[TrackedFinding]) -> None:

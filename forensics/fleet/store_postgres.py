@@ -30,11 +30,18 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from forensics.core.errors import UsageError
-from forensics.core.models import Severity
 from forensics.fleet.fingerprint import TrackedFinding
 from forensics.fleet.lock import SweepLocked
 from forensics.fleet.report import HostRun, HostStatus
-from forensics.fleet.store import _LATEST_RUNS, PreviousRun, RunRow, TicketRow, Warn, run_row
+from forensics.fleet.store import (
+    _LATEST_RUNS,
+    PreviousRun,
+    RunRow,
+    TicketRow,
+    Warn,
+    run_row,
+    tracked_rows,
+)
 
 CONNECT_TIMEOUT_S = 10
 POOL_SIZE = 4
@@ -190,17 +197,7 @@ class PostgresHistory:
             return PreviousRun(
                 started=row[1],
                 sweep_id=row[2],
-                findings=[
-                    TrackedFinding(
-                        fingerprint=mark,
-                        id=finding_id,
-                        severity=Severity(severity),
-                        title=title,
-                        subject=json.loads(subject),
-                        sections=json.loads(sections),
-                    )
-                    for mark, finding_id, severity, title, subject, sections in findings
-                ],
+                findings=tracked_rows(findings),
             )
         return None
 
