@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -35,7 +36,8 @@ def _findings(report: dict[str, Any], finding_id: str) -> list[dict[str, Any]]:
 
 
 def _marker(word: str) -> str:
-    return f"fx{word}{os.getpid() % 100000}"
+    # Random, not from the pid: the kernel log outlives a run, and fresh containers reuse pids.
+    return f"fx{word}{secrets.token_hex(3)}"
 
 
 @pytest.fixture

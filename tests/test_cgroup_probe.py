@@ -331,9 +331,17 @@ def test_a_regex_grep_refuses_is_refused_by_the_cli_and_reported_by_the_host(
 
 
 def test_focus_matching_everything_is_capped(tmp_path: Path) -> None:
-    result = run_cli(
-        "collect", "--probe", "cgroup", "--focus", ".", "--out", str(tmp_path), "--format", "json"
-    )
+    # A container may hold only a handful of processes: start more than the cap ourselves.
+    sleepers = [subprocess.Popen(["sleep", "60"]) for _ in range(cgroup.FOCUS_PIDS_MAX + 2)]
+    try:
+        result = run_cli(
+            "collect", "--probe", "cgroup", "--focus", ".", "--out", str(tmp_path),
+            "--format", "json",
+        )  # fmt: skip
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
     facts = json.loads(result.stdout)["facts"]["cgroup"]
     assert len(facts["focus_processes"]) == cgroup.FOCUS_PIDS_MAX
     assert facts["focus_more"] is True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -63,7 +64,9 @@ def memory_cgroup() -> Iterator[Path]:
 def test_real_memcg_oom_kill_is_named_with_its_cgroup_and_counter(
     sshd: SshServer, memory_cgroup: Path, tmp_path: Path
 ) -> None:
-    name = f"fxhog{os.getpid() % 100000}"
+    # The kernel log outlives this run: fresh containers reuse pids, so a name built from
+    # one could match an earlier run's kill. A random name is this run's alone.
+    name = f"fx{secrets.token_hex(6)}"
     hog = subprocess.run(
         [sys.executable, "-c", HOG, name, str(memory_cgroup)], timeout=60, check=False
     )
