@@ -15,6 +15,7 @@ from forensics.cli.sweep import exit_status
 from forensics.core.models import EvidenceRef, Finding, Severity, Target
 from forensics.fleet.fingerprint import Changes, track
 from forensics.fleet.report import FleetReport, HostRun, HostStatus, count_findings, host_order
+from forensics.fleet.summary import summarise
 from forensics.judge.host_report import HostReport
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
@@ -67,22 +68,12 @@ def _collected(name: str, findings: list[Finding], gone: list[Finding] | None = 
         started=STARTED,
         finished=STARTED + timedelta(seconds=2),
         bundle=f"out/{name}/2026-11-29T20-15-03Z",
-        report=report,
+        report=summarise(report, name),
         changes=changes,
     )
 
 
 def _not_collected(name: str, status: HostStatus, reason: str) -> HostRun:
-    report = None
-    if status is HostStatus.unreachable:  # the sweep keeps the failed collection's report
-        report = HostReport(
-            tool_version="0",
-            target=Target(name=name, host="127.0.0.1", port=22),
-            status="unreachable",
-            status_reason=reason,
-            started=STARTED,
-            finished=STARTED + timedelta(seconds=1),
-        )
     return HostRun(
         name=name,
         address=f"root@127.0.0.1:{len(name)}",
@@ -90,7 +81,6 @@ def _not_collected(name: str, status: HostStatus, reason: str) -> HostRun:
         reason=reason,
         started=None if status is HostStatus.not_started else STARTED,
         finished=None if status is HostStatus.not_started else STARTED + timedelta(seconds=1),
-        report=report,
     )
 
 
