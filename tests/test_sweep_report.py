@@ -231,3 +231,32 @@ def test_a_saved_fleet_json_renders_again_with_report(tmp_path: Path) -> None:
         assert name in page.visible_text
     again = run_cli("report", str(saved), "-f", "md")
     assert again.exit_code == 0 and "gpu-d: connection refused" in again.stdout
+
+
+def test_a_fleet_json_of_schema_1_with_whole_host_reports_still_renders(tmp_path: Path) -> None:
+    """Before fleet reports kept summaries, each row held the host's whole report."""
+    current = json.loads(_report().model_dump_json())
+    for host in current["hosts"]:
+        if host["report"] is not None:
+            host["report"] = json.loads(
+                HostReport(
+                    tool_version="0",
+                    target=Target(name=host["name"], host="127.0.0.1", port=22),
+                    status="ok",
+                    started=STARTED,
+                    finished=STARTED + timedelta(seconds=2),
+                    findings=[_finding(Severity.warning, 5, title="an old zombie password=s3cr3t")],
+                ).model_dump_json()
+            )
+    saved = tmp_path / "fleet.json"
+    saved.write_text(json.dumps({**current, "schema_version": 1}))
+    result = run_cli("report", str(saved), "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    read = json.loads(result.stdout)
+    assert read["schema_version"] == 2
+    gpu_a = next(host for host in read["hosts"] if host["name"] == "gpu-a")
+    (finding,) = gpu_a["report"]["findings"]
+    assert finding["title"] == "an old zombie password=[REDACTED]"
+    assert gpu_a["report"]["headline"] == "an old zombie password=[REDACTED] (pid 5)."
+    markdown = run_cli("report", str(saved), "-f", "md")
+    assert markdown.exit_code == 0 and "an old zombie" in markdown.stdout
