@@ -14,6 +14,7 @@ client's own cost (SSH, decoding, parsing, judging, writing, reporting), not a n
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -42,6 +43,29 @@ IDLE_KERNEL_LOG = """\
 [    1.210000] EXT4-fs (vda1): mounted filesystem with ordered data mode
 [    2.500000] systemd[1]: Started Journal Service.
 """
+
+
+# The peer: a bare paramiko thread pool that runs the same exec command on every host and
+# reads everything back, nothing more (no parsing, no bundle, no report).
+PARAMIKO_POOL = """
+import os, sys, paramiko
+from concurrent.futures import ThreadPoolExecutor
+command = open(sys.argv[1]).read()
+key, known, ports = sys.argv[2], sys.argv[3], sys.argv[4:]
+def one(port):
+    client = paramiko.SSHClient()
+    client.load_host_keys(known)
+    client.connect("127.0.0.1", port=int(port), username=os.environ.get("USER", "root"),
+                   key_filename=key, look_for_keys=False, allow_agent=False)
+    _, stdout, stderr = client.exec_command(command)
+    size = len(stdout.read()) + len(stderr.read())
+    client.close()
+    return size
+with ThreadPoolExecutor(len(ports)) as pool:
+    sizes = list(pool.map(one, ports))
+print(sum(1 for size in sizes if size > 0))
+"""
+PEER = "paramiko pool"
 
 
 @dataclass
@@ -81,8 +105,31 @@ def _sweep(
     if result.returncode != 0:
         raise SystemExit(f"sweep from {tree} failed ({result.returncode}): {result.stderr!r}")
     saved = next(out.glob("*/fleet.json"))
-    collected = result.stdout.count(b'"status":"ok"') + result.stdout.count(b'"status": "ok"')
+    collected = sum(1 for host in json.loads(result.stdout)["hosts"] if host["status"] == "ok")
     return Run(str(tree), wall, cpu, len(result.stdout), saved.stat().st_size, collected)
+
+
+def _paramiko_pool(made: Fleet, root: Path) -> Run:
+    from forensics.collect import _sections
+    from forensics.core.models import CollectOptions
+    from forensics.remote.host_script import compose
+    from forensics.remote.transport import remote_command
+
+    command = root / "command.txt"
+    command.write_text(remote_command(compose(_sections(CollectOptions()))))
+    ports = [str(host.port) for host in made.hosts]
+    cpu_before = _children_cpu()
+    began = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-c", PARAMIKO_POOL, str(command), str(made.client_key),
+         str(made.known_hosts), *ports],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    wall = time.monotonic() - began
+    cpu = _children_cpu() - cpu_before
+    if result.returncode != 0:
+        raise SystemExit(f"the paramiko pool failed: {result.stderr[-2000:]}")
+    return Run(PEER, wall, cpu, 0, 0, int(result.stdout.strip() or 0))
 
 
 def main() -> None:
@@ -94,6 +141,9 @@ def main() -> None:
         "--machine-kernel-log",
         action="store_true",
         help="Let hosts read this machine's kernel log (default: a short idle boot log).",
+    )
+    parser.add_argument(
+        "--paramiko", action="store_true", help="Run the bare paramiko pool too, each round."
     )
     parser.add_argument(
         "--py-spy",
@@ -129,21 +179,29 @@ def main() -> None:
                     profile = arguments.py_spy if number == 0 else None
                     run = _sweep(made, root, tree, arguments.concurrency, number, profile)
                     runs.append(run)
-                    print(
-                        f"{run.tree:32} wall {run.wall_s:6.2f}s  client CPU {run.cpu_s:6.2f}s  "
-                        f"stdout {run.stdout_bytes / 1e6:6.2f} MB  fleet.json "
-                        f"{run.saved_bytes / 1e6:6.2f} MB  ok {run.collected}",
-                        flush=True,
-                    )
+                    _print(run)
+                if arguments.paramiko:
+                    runs.append(_paramiko_pool(made, root))
+                    _print(runs[-1])
     print(f"medians over {arguments.rounds} rounds, load average {os.getloadavg()[0]:.1f}:")
-    for tree in trees:
-        mine = [run for run in runs if run.tree == str(tree)]
+    names = [str(tree) for tree in trees] + ([PEER] if arguments.paramiko else [])
+    for name in names:
+        mine = [run for run in runs if run.tree == name]
         print(
-            f"{tree!s:32} wall {statistics.median(r.wall_s for r in mine):6.2f}s  "
+            f"{name:32} wall {statistics.median(r.wall_s for r in mine):6.2f}s  "
             f"client CPU {statistics.median(r.cpu_s for r in mine):6.2f}s  "
             f"per host {1000 * statistics.median(r.cpu_s for r in mine) / arguments.hosts:5.1f} ms"
             f"  stdout {statistics.median(r.stdout_bytes for r in mine) / 1e6:6.2f} MB"
         )
+
+
+def _print(run: Run) -> None:
+    print(
+        f"{run.tree:32} wall {run.wall_s:6.2f}s  client CPU {run.cpu_s:6.2f}s  "
+        f"stdout {run.stdout_bytes / 1e6:6.2f} MB  fleet.json "
+        f"{run.saved_bytes / 1e6:6.2f} MB  hosts ok {run.collected}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
