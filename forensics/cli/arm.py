@@ -15,37 +15,28 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
+from forensics.cli.collect import _probe_names
 from forensics.cli.messages import say
 from forensics.cli.options import Given, declared_options, read_duration
 from forensics.cli.watch import TargetArgument
 from forensics.core.errors import ForensicsError, Interrupted, UsageError
-from forensics.core.escaping import one_line
 from forensics.core.exit_status import ExitStatus
-from forensics.core.focus import focus_problem
 from forensics.core.models import CollectOptions, SshOptions, Target
-from forensics.core.targets import parse_target
-from forensics.core.units import describe_duration
-from forensics.fleet.inventory import load_inventory
-from forensics.probes import PROBES
-from forensics.probes.recorder import EVENT_KINDS
-from forensics.remote import bundle
-from forensics.reports import Format, render_host
-from forensics.watch.condition import parse_condition
-from forensics.watch.recorder import ArmSettings, Fired, Recorder
+from forensics.core.report_format import Format
+from forensics.watch.event_kinds import EVENT_KINDS
+
+if TYPE_CHECKING:
+    # The recorder, SSH, the probes, the reports and rich load when the command runs,
+    # not for --help.
+    from rich.table import Table
+
+    from forensics.watch.recorder import ArmSettings, Fired
 
 MIN_EVERY_S = 0.1
-
-
-def _probe_names() -> str:
-    return ", ".join(p.name for p in PROBES if not p.client_sections)
 
 
 class Terminated(Interrupted):
@@ -93,7 +84,9 @@ def arm_command(
     timeout: Annotated[float, typer.Option(help="Deadline in seconds for a collection.")] = 120.0,
     probe: Annotated[
         list[str] | None,
-        typer.Option(help="Collect only this probe (repeatable): " + _probe_names() + "."),
+        typer.Option(
+            help="Collect only this probe (repeatable): " + ", ".join(_probe_names()) + "."
+        ),
     ] = None,
     snapshot_gap: Annotated[
         float, typer.Option(help="Seconds between the collection's two process snapshots.")
@@ -116,6 +109,14 @@ def arm_command(
     Exit status: 0 --for ended and nothing fired; 1 it fired (a bundle was written); 2 usage
     error; 3 could not connect at the start; 130/143 stopped by SIGINT/SIGTERM.
     """
+    from forensics.core.focus import focus_problem
+    from forensics.core.targets import parse_target
+    from forensics.fleet.inventory import load_inventory
+    from forensics.probes import PROBES
+    from forensics.remote import bundle
+    from forensics.watch.condition import parse_condition
+    from forensics.watch.recorder import ArmSettings
+
     every_s = read_duration("--every", every)
     if every_s < MIN_EVERY_S:
         raise UsageError(f"--every must be at least {MIN_EVERY_S:g}s")
@@ -179,6 +180,9 @@ def _for_host(armed: ArmSettings, options: CollectOptions, wanted: dict[str, Any
 
 
 def _arm_one(target: Target, settings: ArmSettings, format: Format) -> bool:
+    from forensics.reports import render_host
+    from forensics.watch.recorder import Recorder
+
     def fired(event: Fired) -> None:
         _announce(target, event)
         sys.stdout.write(render_host(event.report, format).rstrip("\n") + "\n")
@@ -193,11 +197,15 @@ def _arm_one(target: Target, settings: ArmSettings, format: Format) -> bool:
 
 
 def _announce(target: Target, event: Fired) -> None:
+    from forensics.core.escaping import one_line
+
     what = "; ".join(one_line(f"{e.kind}: {e.detail}", 160) for e in event.events)
     say(f"{target.name}: fired ({what}); bundle in {event.latency_s:.2f}s: {event.report.bundle}")
 
 
 def _describe(settings: ArmSettings) -> str:
+    from forensics.core.units import describe_duration
+
     focus = settings.options.focus
     until = (
         f"for {describe_duration(settings.for_s, tenths=True)}"
@@ -211,6 +219,13 @@ def _describe(settings: ArmSettings) -> str:
 
 
 def _arm_many(hosts: list[tuple[Target, ArmSettings]], format: Format) -> bool:
+    from rich.console import Console
+    from rich.live import Live
+
+    from forensics.core.escaping import one_line
+    from forensics.reports import render_host
+    from forensics.watch.recorder import Recorder
+
     status = {target.name: "connecting" for target, _ in hosts}
     fired_any = threading.Event()
     stop = threading.Event()
@@ -260,6 +275,11 @@ def _arm_many(hosts: list[tuple[Target, ArmSettings]], format: Format) -> bool:
 
 
 def _table(status: dict[str, str], lock: threading.Lock) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    from forensics.core.escaping import one_line
+
     table = Table(box=None, show_header=False)
     with lock:
         for name, text in status.items():
