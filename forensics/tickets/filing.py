@@ -46,7 +46,7 @@ class Filing:
     dry_run: bool = False
     out: TextIO | None = None
     environ: Mapping[str, str] | None = None
-    _trackers: dict[TicketSettings, Tracker] = field(default_factory=dict)
+    trackers: dict[TicketSettings, Tracker] = field(default_factory=dict)
 
     def usable(self, host: str) -> bool:
         """Whether tickets can be remembered; says why not, naming ``host``."""
@@ -57,15 +57,9 @@ class Filing:
     def tracker(self, settings: TicketSettings) -> Tracker:
         """The tracker of ``settings``, made once (``UsageError`` when its credentials are
         not in the environment)."""
-        if settings not in self._trackers:
-            self._trackers[settings] = make_tracker(
-                settings,
-                dry_run=self.dry_run,
-                out=self.out,
-                environ=self.environ,
-                for_new_issues=True,
-            )
-        return self._trackers[settings]
+        if settings not in self.trackers:
+            self.trackers[settings] = new_tracker(settings, self.dry_run, self.out, self.environ)
+        return self.trackers[settings]
 
     def known(self, tracker: Tracker, tracked: TrackedFinding) -> TicketRow | None:
         return self.history.ticket(tracked.fingerprint, tracker.destination)
@@ -100,6 +94,17 @@ class Filing:
     def remember(self, ticket: TicketRow, resolved: datetime | None) -> None:
         if not self.dry_run:
             self.history.record_ticket(dataclasses.replace(ticket, resolved=resolved))
+
+
+def new_tracker(
+    settings: TicketSettings,
+    dry_run: bool = False,
+    out: TextIO | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Tracker:
+    """A tracker that may open issues; ``UsageError`` when the environment lacks its
+    credentials (or Jira its project)."""
+    return make_tracker(settings, dry_run=dry_run, out=out, environ=environ, for_new_issues=True)
 
 
 def packed_finding(evidence: Evidence, tracked: TrackedFinding, host: str) -> Finding:
