@@ -172,3 +172,20 @@ def test_a_missing_token_is_a_usage_error_before_anything_is_armed(tmp_path: Pat
     assert result.exit_code == 2, result.stderr
     assert "GITHUB_TOKEN is not set" in result.stderr
     assert "arming" not in result.stderr
+
+
+def test_sweep_and_arm_take_the_same_ticket_options_from_one_declaration() -> None:
+    import typer.main
+
+    from forensics.cli.app import app
+    from forensics.cli.options import flag_of
+    from forensics.core.ticket_settings import TicketSettings
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    flags = {flag_of(name, info) for name, info in TicketSettings.model_fields.items()}
+    flags.add("--ticket-dry-run")
+    shown = [
+        {opt: param.help for param in commands[name].params for opt in param.opts if opt in flags}
+        for name in ("sweep", "arm")
+    ]
+    assert set(shown[0]) == flags and shown[0] == shown[1]
