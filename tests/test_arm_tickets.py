@@ -174,7 +174,7 @@ def test_a_missing_token_is_a_usage_error_before_anything_is_armed(tmp_path: Pat
     assert "arming" not in result.stderr
 
 
-def test_sweep_and_arm_take_the_same_ticket_options_from_one_declaration() -> None:
+def test_sweep_arm_and_ticket_take_the_same_tracker_options_from_one_declaration() -> None:
     import typer.main
 
     from forensics.cli.app import app
@@ -189,3 +189,7 @@ def test_sweep_and_arm_take_the_same_ticket_options_from_one_declaration() -> No
         for name in ("sweep", "arm")
     ]
     assert set(shown[0]) == flags and shown[0] == shown[1]
+    by_hand = {opt: param.help for param in commands["ticket"].params for opt in param.opts}
+    assert {
+        flag: shown[0][flag] for flag in flags - {"--ticket-on", "--ticket-dry-run"}
+    }.items() <= by_hand.items()

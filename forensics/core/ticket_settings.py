@@ -2,7 +2,8 @@
 
 One declaration for both: the fields are the ``--ticket-on``, ``--github``, ``--gitlab``,
 ``--jira``, ``--jira-project``, ``--jira-api``, ``--api-url`` and ``--label`` options of
-``sweep`` and ``arm`` (``cli/options.py``), and the keys of an inventory's ``tickets:``.
+``sweep`` and ``arm`` (``cli/options.py``; ``ticket`` takes all but ``--ticket-on``), and
+the keys of an inventory's ``tickets:``.
 Credentials are never settings: they come from the environment only (docs/TICKETS.md)."""
 
 from __future__ import annotations
