@@ -84,6 +84,8 @@ class FiredTickets:
                 self._trackers[chosen] = new_tracker(chosen, self.dry_run, self.out, self.environ)
         self._thread.start()
         self._opened.wait()
+        if self._crash is not None:
+            raise self._crash
 
     def submit(self, host: str, settings: TicketSettings, report: HostReport) -> None:
         if report.bundle is None:
