@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult, run_cli
-from tests.recorder_scenario import DAEMON, arm, wait_armed
+from tests.recorder_scenario import DAEMON, arm
 from tests.sshd import SshServer
 from tests.test_sweep_tickets import inventory
 from tests.ticket_server import TicketServer
@@ -75,7 +75,7 @@ def test_a_zombie_it_caught_becomes_a_jira_issue_with_the_pack_and_the_event(
             "--jira-project", "OPS", "--jira-api", "2", "--label", "recorder",
             env=_env(server),
         )  # fmt: skip
-        wait_armed()
+        armed.wait_for(": armed")
         go.touch()
         status, out, err = armed.finish()
     finally:
