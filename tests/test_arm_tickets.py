@@ -109,7 +109,7 @@ def test_the_same_finding_firing_again_is_a_comment_on_its_ticket(
     sshd: SshServer, server: TicketServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    result = _arm_memory(server, sshd, out, "--keep-armed", "--label", "forensics", seconds=12)
+    result = _arm_memory(server, sshd, out, "--keep-armed", "--label", "forensics", seconds=20)
     assert result.exit_code == 1, result.stderr
     _no_token_shown(server, result.stdout, result.stderr)
     fires = result.stderr.count(": fired (memory:")
