@@ -123,9 +123,7 @@ def _may_hold_secret(text: str) -> bool:
     return _ANY_TRIGGER.search(text) is not None
 
 
-_Rule = tuple[
-    str, re.Pattern[str], Callable[[re.Match[str]], str] | None, re.Pattern[str]
-]
+_Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None, re.Pattern[str]]
 
 # What each rule needs in the lowercased text before it can match (a necessary condition,
 # searched case-sensitively on ASCII text). A string the pre-filter lets through, such as
