@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,70 @@ def test_decoding_arbitrary_bytes_never_raises(noise: bytes) -> None:
     for stream in (noise, framed, framed[: len(framed) // 2]):
         decoded = decode(script, stream)
         assert set(decoded.outputs) == {s.name for s in SECTIONS}
+
+
+IN_SHELL = [
+    SectionSpec(
+        name="reads", shell="echo in; IFS=:; set -f; echo warn >&2; return 4", in_shell=True
+    ),
+    SectionSpec(name="says_hello", shell="echo hello; exit 3"),
+    SectionSpec(name="big", shell="printf 'x%.0s' 1 2 3 4 5", in_shell=True, max_bytes=2),
+    SectionSpec(name="after", shell="printf '%s|' \"$IFS\" /*", in_shell=True),
+]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_in_shell_sections_are_framed_like_the_others(shell: list[str]) -> None:
+    """An in-shell section runs in the script's shell: its status, stdout and stderr come
+    back as any section's, its cap holds, and IFS and globbing are restored after it."""
+    script = compose(IN_SHELL)
+    decoded = decode(script, run(shell, script.text))
+    outputs = decoded.outputs
+    reads = outputs["reads"]
+    assert (reads.stdout, reads.stderr, reads.result.exit_status) == (b"in\n", b"warn\n", 4)
+    assert outputs["says_hello"].stdout == b"hello\n"
+    assert outputs["big"].result.truncated and outputs["big"].stdout == b"xx"
+    assert outputs["after"].stdout.startswith(b" \t\n|/bin|")
+    assert decoded.running is None and not decoded.garbled
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_script_deadline_stops_a_hung_in_shell_section(
+    shell: list[str], tmp_path: Path
+) -> None:
+    """An in-shell section has no watchdog of its own: the script's one deadline ends the
+    script, the sections that finished before it still come back, and the temp dir goes."""
+    sections = [
+        SectionSpec(name="quick", shell="echo quick", in_shell=True),
+        SectionSpec(name="hangs", shell="mkfifo f; read -r x <f", in_shell=True),
+        SectionSpec(name="never", shell="echo never"),
+    ]
+    script = compose(sections, deadline_s=2)
+    started = time.monotonic()
+    stream = run(shell, script.text, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
+    assert time.monotonic() - started < 6
+    decoded = decode(script, stream)
+    assert decoded.outputs["quick"].stdout == b"quick\n"
+    assert not decoded.outputs["hangs"].result.finished
+    assert not decoded.outputs["never"].result.finished
+    assert decoded.running == "hangs"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_script_deadline_stops_a_section_under_its_own_longer_timeout(
+    tmp_path: Path,
+) -> None:
+    sections = [
+        SectionSpec(name="quick", shell="echo quick", in_shell=True),
+        SectionSpec(name="hangs", shell="sleep 30", timeout_s=20),
+    ]
+    script = compose(sections, deadline_s=2)
+    started = time.monotonic()
+    stream = run(
+        ["dash", "-c"], script.text, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    )
+    assert time.monotonic() - started < 6
+    decoded = decode(script, stream)
+    assert decoded.outputs["quick"].stdout == b"quick\n"
+    assert decoded.running == "hangs"
+    assert list(tmp_path.iterdir()) == []

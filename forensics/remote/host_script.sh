@@ -5,7 +5,9 @@
 # _fx_errbytes (bytes kept of each stderr line),
 # _fx_client_boot and _fx_client_pids (the collector's machine and pids),
 # _fx_focus_octal (the --focus regex as printf %b escapes, or empty) and _fx_focus_sh (the
-# text of focus.sh). Then come the calls: _fx_sec NAME TIMEOUT MAX_BYTES 'SHELL'.
+# text of focus.sh). Then come the calls: _fx_sec NAME TIMEOUT MAX_BYTES 'SHELL' for a
+# section that runs commands that can hang, _fx_in NAME MAX_BYTES 'SHELL' for one that runs
+# in this shell (after _fx_deadline SECONDS, the one watchdog of the whole script).
 LC_ALL=C; export LC_ALL
 PATH="$PATH:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"; export PATH
 umask 077
@@ -14,7 +16,20 @@ if ! mkdir "$_fx_d" 2>/dev/null; then
   _fx_d="/dev/shm/forensics.$$.$_fx_n"
   mkdir "$_fx_d" 2>/dev/null || { printf '\n%s FATAL no writable temp dir\n' "$_fx_n"; exit 70; }
 fi
-trap 'cd /; rm -rf "$_fx_d"' EXIT
+# The frames of in-shell sections wait in files (_fx_q) and go out in one cat at the end,
+# or when a signal (the deadline) ends the script; the watchdog ends with the script.
+_fx_q=; _fx_k=0; _fx_wd=; _fx_p=
+_fx_exit() {
+  if [ -n "$_fx_p" ]; then kill "$_fx_p" 2>/dev/null; fi
+  if [ -n "$_fx_wd" ]; then { _fx_unwatch; wait "$_fx_wd"; } 2>/dev/null; fi
+  # shellcheck disable=SC2086 # file names of ours, without spaces
+  if [ -n "$_fx_q" ]; then cat $_fx_q >&9; fi
+  cd /; rm -rf "$_fx_d"
+}
+trap _fx_exit EXIT
+# fd 9 is this script's stdout for the EXIT trap, which some shells (bash) run inside the
+# redirections of the section that was running; no section's process gets it.
+exec 9>&1
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; trap '' PIPE
 cd "$_fx_d" || exit 70
 # Sections find the focus processes with the function in focus.sh, the regex in focus.re.
@@ -26,10 +41,52 @@ _fx_b=; { read -r _fx_b </proc/sys/kernel/random/boot_id; } 2>/dev/null
 if [ -n "$_fx_client_pids" ] && [ "$_fx_b" = "$_fx_client_boot" ]; then
   printf '%s\n' "$_fx_client_pids" >client.pids
 fi
-if timeout -k 1 5 true 2>/dev/null; then _fx_to=k
-elif timeout -t 5 true 2>/dev/null; then _fx_to=t
-else _fx_to=w
-fi
+# Which timeout the host has, from one run that fails before it starts anything: GNU,
+# toybox and newer busybox reject the duration x after accepting -k; older busybox
+# rejects -k itself (then -t is tried); none at all is 127.
+_fx_to=w
+timeout -k 1 x true >/dev/null 2>tk
+case $? in
+  127) ;;
+  *) _fx_l=; { IFS= read -r _fx_l <tk; } 2>/dev/null
+     case $_fx_l in
+       *option*) if timeout -t 5 true 2>/dev/null; then _fx_to=t; fi ;;
+       *) _fx_to=k ;;
+     esac ;;
+esac
+# _fx_deadline SECONDS: end the script (TERM, then KILL after the grace) when SECONDS have
+# passed. In-shell sections have no watchdog of their own; this one bounds them all.
+_fx_deadline() {
+  _fx_m=$$
+  (
+    trap 'kill $! 2>/dev/null; exit 0' TERM
+    sleep "$1" &
+    wait $! || exit 0
+    kill -TERM "$_fx_m" 2>/dev/null
+    sleep "$_fx_kill" &
+    wait $! || exit 0
+    # Only while the script is still this subshell's parent: never a reused pid.
+    _fx_l=; read -r _fx_l </proc/self/stat
+    # shellcheck disable=SC2086 # the fields after the name: numbers and a state letter
+    set -- ${_fx_l##*) }
+    if [ "$2" = "$_fx_m" ]; then kill -KILL "$_fx_m"; fi
+  ) </dev/null >/dev/null 2>&1 9>&- &
+  _fx_wd=$!
+}
+# _fx_unwatch: end the watchdog and its sleep. Stopped first, its children read from /proc
+# and then killed, so no sleep it was just starting is left behind; where /proc does not
+# list children, TERM (its trap kills its sleep).
+_fx_unwatch() {
+  if [ -r "/proc/$_fx_wd/task/$_fx_wd/children" ]; then
+    kill -STOP "$_fx_wd" 2>/dev/null
+    _fx_c=; { read -r _fx_c <"/proc/$_fx_wd/task/$_fx_wd/children"; } 2>/dev/null
+    kill -KILL "$_fx_wd" 2>/dev/null
+    # shellcheck disable=SC2086 # pids
+    if [ -n "$_fx_c" ]; then kill $_fx_c 2>/dev/null; fi
+  else
+    kill "$_fx_wd" 2>/dev/null
+  fi
+}
 # A section writes its stdout through fd 3, which this shell holds open on o: the kernel's
 # offset of that one open file (/proc/$$/fdinfo/3, "pos:") is how many bytes the section
 # wrote, read with a builtin, so counting them costs no process (wc only where /proc
@@ -38,18 +95,21 @@ _fx_sec() {
   printf '\n%s START %s\n' "$_fx_n" "$1"
   _fx_u0=0; read -r _fx_u0 _fx_x </proc/uptime 2>/dev/null
   command exec 3>o
+  # In the background and waited for, so that a signal (the deadline) is handled at once:
+  # the EXIT trap stops the section (_fx_p) instead of waiting for it.
   case $_fx_to in
-    k) timeout -k "$_fx_kill" "$2" sh -c "$4" >&3 2>e </dev/null 3>&- ;;
-    t) timeout -t "$2" sh -c "$4" >&3 2>e </dev/null 3>&- ;;
-    *) sh -c "$4" >&3 2>e </dev/null 3>&- &
+    k) timeout -k "$_fx_kill" "$2" sh -c "$4" >&3 2>e </dev/null 3>&- 9>&- &
+       _fx_p=$!; wait "$_fx_p"; _fx_rc=$? ;;
+    t) timeout -t "$2" sh -c "$4" >&3 2>e </dev/null 3>&- 9>&- &
+       _fx_p=$!; wait "$_fx_p"; _fx_rc=$? ;;
+    *) sh -c "$4" >&3 2>e </dev/null 3>&- 9>&- &
        _fx_p=$!
-       ( sleep "$2"; kill -9 "$_fx_p" ) >/dev/null 2>&1 &
+       ( sleep "$2"; kill -9 "$_fx_p" ) >/dev/null 2>&1 9>&- &
        _fx_w=$!
        wait "$_fx_p"; _fx_rc=$?
-       kill "$_fx_w" 2>/dev/null
-       ( exit "$_fx_rc" ) ;;
+       kill "$_fx_w" 2>/dev/null ;;
   esac
-  _fx_rc=$?
+  _fx_p=
   _fx_u1=0; read -r _fx_u1 _fx_x </proc/uptime 2>/dev/null
   _fx_x=; _fx_s=; { read -r _fx_x _fx_s </proc/$$/fdinfo/3; } 2>/dev/null
   exec 3>&-
@@ -60,7 +120,11 @@ _fx_sec() {
   printf '\n%s DATA %s %s %s %s %s %s\n' \
     "$_fx_n" "$1" "$_fx_rc" "$_fx_u0" "$_fx_u1" "$_fx_s" "$_fx_to"
   if [ "$_fx_c" -gt 0 ]; then head -c "$_fx_c" o; fi
-  _fx_i=0
+  _fx_err "$1"
+}
+# _fx_err NAME: the section's first stderr lines, cut, and its END frame.
+_fx_err() {
+  _fx_i=0; _fx_l=
   while [ "$_fx_i" -lt "$_fx_errlines" ] && IFS= read -r _fx_l || [ -n "$_fx_l" ]; do
     # The precision must sit in the format; _fx_errbytes is a number we set.
     # shellcheck disable=SC2059
@@ -68,4 +132,33 @@ _fx_sec() {
     _fx_i=$((_fx_i + 1)); _fx_l=
   done <e
   printf '\n%s END %s\n' "$_fx_n" "$1"
+}
+# _fx_in NAME MAX_BYTES 'SHELL': a section that only reads files (with builtins) and runs
+# nothing that can hang runs in this shell as a function body: no sh, no timeout, no frame
+# process of its own; it returns, never exits. Its frame waits in files for the one cat at
+# the end; a size over the cap is framed at once (head -c).
+_fx_run() { eval "$1"; }
+_fx_in() {
+  printf '\n%s START %s\n' "$_fx_n" "$1"
+  _fx_k=$((_fx_k + 1))
+  _fx_u0=0; read -r _fx_u0 _fx_x </proc/uptime 2>/dev/null
+  command exec 3>"o$_fx_k"
+  _fx_f=$IFS
+  _fx_run "$3" >&3 2>e </dev/null 3>&-
+  _fx_rc=$?
+  IFS=$_fx_f; set +f; cd "$_fx_d" || exit 70
+  _fx_u1=0; read -r _fx_u1 _fx_x </proc/uptime 2>/dev/null
+  _fx_x=; _fx_s=; { read -r _fx_x _fx_s </proc/$$/fdinfo/3; } 2>/dev/null
+  exec 3>&-
+  case $_fx_x in pos:) ;; *) _fx_s= ;; esac
+  case $_fx_s in '' | *[!0-9]*) _fx_s=$(wc -c <"o$_fx_k") ;; esac
+  _fx_s=$((_fx_s + 0))
+  printf '\n%s DATA %s %s %s %s %s %s\n' \
+    "$_fx_n" "$1" "$_fx_rc" "$_fx_u0" "$_fx_u1" "$_fx_s" "$_fx_to" >"h$_fx_k"
+  _fx_err "$1" >"t$_fx_k"
+  if [ "$_fx_s" -gt "$2" ]; then
+    cat "h$_fx_k"; head -c "$2" "o$_fx_k"; cat "t$_fx_k"
+  elif [ "$_fx_s" -gt 0 ]; then _fx_q="$_fx_q h$_fx_k o$_fx_k t$_fx_k"
+  else _fx_q="$_fx_q h$_fx_k t$_fx_k"
+  fi
 }
