@@ -143,10 +143,10 @@ _fx_in() {
   _fx_k=$((_fx_k + 1))
   _fx_u0=0; read -r _fx_u0 _fx_x </proc/uptime 2>/dev/null
   command exec 3>"o$_fx_k"
-  _fx_f=$IFS
+  _fx_ifs=$IFS
   _fx_run "$3" >&3 2>e </dev/null 3>&-
   _fx_rc=$?
-  IFS=$_fx_f; set +f; cd "$_fx_d" || exit 70
+  IFS=$_fx_ifs; set +f; cd "$_fx_d" || exit 70
   _fx_u1=0; read -r _fx_u1 _fx_x </proc/uptime 2>/dev/null
   _fx_x=; _fx_s=; { read -r _fx_x _fx_s </proc/$$/fdinfo/3; } 2>/dev/null
   exec 3>&-
@@ -161,4 +161,33 @@ _fx_in() {
   elif [ "$_fx_s" -gt 0 ]; then _fx_q="$_fx_q h$_fx_k o$_fx_k t$_fx_k"
   else _fx_q="$_fx_q h$_fx_k t$_fx_k"
   fi
+}
+# _fx_dump CAP FILE...: what head -v -c CAP FILE... prints, read with builtins (no process)
+# for in-shell sections: "==> FILE <==" and at most CAP bytes of each readable file, a
+# blank line between files. A */cmdline file (NUL-separated, which the shell cannot hold)
+# goes through head itself.
+_fx_dump() {
+  _fx_dc=$1; shift; _fx_ds=
+  for _fx_df do
+    if [ ! -r "$_fx_df" ]; then printf '%s: cannot read\n' "$_fx_df" >&2; continue; fi
+    case $_fx_df in
+      */cmdline) printf '%s' "$_fx_ds"; head -v -c "$_fx_dc" "$_fx_df"; _fx_ds='
+'; continue ;;
+    esac
+    printf '%s==> %s <==\n' "$_fx_ds" "$_fx_df"; _fx_ds='
+'
+    _fx_dn=$_fx_dc
+    while [ "$_fx_dn" -gt 0 ]; do
+      _fx_dl=; IFS= read -r _fx_dl; _fx_de=$?
+      if [ "$_fx_de" -ne 0 ] && [ -z "$_fx_dl" ]; then break; fi
+      _fx_dm=$((${#_fx_dl} + 1))
+      if [ "$_fx_dm" -gt "$_fx_dn" ] || [ "$_fx_de" -ne 0 ]; then
+        # The precision must sit in the format; _fx_dn is a number.
+        # shellcheck disable=SC2059
+        printf "%.${_fx_dn}s" "$_fx_dl"
+        break
+      fi
+      printf '%s\n' "$_fx_dl"; _fx_dn=$((_fx_dn - _fx_dm))
+    done <"$_fx_df"
+  done
 }
