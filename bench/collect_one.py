@@ -70,12 +70,14 @@ def script_cost(script_text: str) -> tuple[int | None, float]:
         return None, cpu
     counted = subprocess.run(
         ["unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c",
-         f"{{ {script_text}\n}} >/dev/null 2>&1; cat /proc/sys/kernel/ns_last_pid"],
+         '/bin/sh -c "$1" >/dev/null 2>&1; cat /proc/sys/kernel/ns_last_pid', "sh",
+         script_text],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     lines = counted.stdout.split()
-    # PID 1 is the namespace's sh itself and the last PID is the counting `cat`.
-    return (int(lines[-1]) - 2 if lines and lines[-1].isdigit() else None), cpu
+    # PID 1 is the namespace's sh, PID 2 the script's own shell (its EXIT trap counted
+    # too), and the last PID is the counting `cat`.
+    return (int(lines[-1]) - 3 if lines and lines[-1].isdigit() else None), cpu
 
 
 def main() -> None:
