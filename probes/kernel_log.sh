@@ -116,13 +116,21 @@ fi
 : >kl.prev
 if command -v journalctl >/dev/null 2>&1; then
   : >kl.err; exec 4>kl.prev
-  journalctl -k -b -1 --no-pager -q -o short-iso-precise >&4 2>kl.err ||
-    { exec 4>kl.prev; journalctl -k -b -1 --no-pager -q -o short-iso >&4 2>kl.err; }
-  _rc=$?
-  _size 4 kl.prev; _p=$_sz; exec 4>&-
+  journalctl -k -b -1 --no-pager -q -o short-iso-precise >&4 2>kl.err; _rc=$?
   _l=; IFS= read -r _l <kl.err
+  # An older journalctl without short-iso-precise says so; then short-iso.
+  case $_rc$_l in
+    0*) ;;
+    *format*|*precise*)
+      exec 4>kl.prev
+      journalctl -k -b -1 --no-pager -q -o short-iso >&4 2>kl.err; _rc=$?
+      _l=; IFS= read -r _l <kl.err ;;
+  esac
+  _size 4 kl.prev; _p=$_sz; exec 4>&-
   exec 4>kl.pcut
-  grep -E -e "$interesting" kl.prev 2>/dev/null | tail -c "$previous_bytes_kept" >&4
+  if [ "$_p" -gt 0 ]; then
+    grep -E -e "$interesting" kl.prev 2>/dev/null | tail -c "$previous_bytes_kept" >&4
+  fi
   _size 4 kl.pcut; exec 4>&-
   echo "previous_boot journalctl $_rc $_p $_sz ${_l:-ok}"
 fi

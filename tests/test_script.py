@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -164,3 +166,31 @@ def test_the_script_deadline_stops_a_section_under_its_own_longer_timeout(
     assert decoded.outputs["quick"].stdout == b"quick\n"
     assert decoded.running == "hangs"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_in_shell_frames_go_out_before_a_section_that_may_hang(tmp_path: Path) -> None:
+    """The frames of in-shell sections wait for one cat, which runs before the next section
+    with a sh of its own starts: a run cut while that one hangs (the client's deadline)
+    still brings them back."""
+    sections = [
+        SectionSpec(name="quick", shell="echo quick", in_shell=True),
+        SectionSpec(name="hangs", shell="sleep 30", timeout_s=20),
+    ]
+    script = compose(sections)
+    process = subprocess.Popen(
+        ["dash", "-c", script.text],
+        stdout=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)},
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    stream = b""
+    deadline = time.monotonic() + 10
+    while b"START hangs" not in stream and time.monotonic() < deadline:
+        stream += os.read(process.stdout.fileno(), 65536)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    process.stdout.close()
+    decoded = decode(script, stream)
+    assert decoded.outputs["quick"].stdout == b"quick\n"
+    assert decoded.running == "hangs"

@@ -16,8 +16,9 @@ if ! mkdir "$_fx_d" 2>/dev/null; then
   _fx_d="/dev/shm/forensics.$$.$_fx_n"
   mkdir "$_fx_d" 2>/dev/null || { printf '\n%s FATAL no writable temp dir\n' "$_fx_n"; exit 70; }
 fi
-# The frames of in-shell sections wait in files (_fx_q) and go out in one cat at the end,
-# or when a signal (the deadline) ends the script; the watchdog ends with the script.
+# The frames of in-shell sections wait in files (_fx_q) and go out in one cat before the
+# next section that runs its own sh, or at exit (the end, or a signal: the deadline); the
+# watchdog ends with the script.
 _fx_q=; _fx_k=0; _fx_wd=; _fx_p=
 _fx_exit() {
   if [ -n "$_fx_p" ]; then kill "$_fx_p" 2>/dev/null; fi
@@ -87,12 +88,18 @@ _fx_unwatch() {
     kill "$_fx_wd" 2>/dev/null
   fi
 }
-# A section writes its stdout through fd 3, which this shell holds open on o: the kernel's
-# offset of that one open file (/proc/$$/fdinfo/3, "pos:") is how many bytes the section
-# wrote, read with a builtin, so counting them costs no process (wc only where /proc
-# does not say). The frame then carries exactly min(size, cap) bytes, read by head -c.
+# A section writes its stdout through fd 3, which this shell holds open on its file o<k>:
+# the kernel's offset of that one open file (/proc/$$/fdinfo/3, "pos:") is how many bytes
+# the section wrote, read with a builtin, so counting them costs no process (wc only where
+# /proc does not say). Its frame goes out at once with exactly min(size, cap) bytes (head
+# -c): a process it started may still write (one stuck in the kernel outlives KILL). The
+# frames of the in-shell sections before it go out first (one cat), so that a run cut
+# while this one hangs still brings them back.
 _fx_sec() {
+  # shellcheck disable=SC2086 # file names of ours, without spaces
+  if [ -n "$_fx_q" ]; then cat $_fx_q; _fx_q=; fi
   printf '\n%s START %s\n' "$_fx_n" "$1"
+  _fx_o=o
   _fx_u0=0; read -r _fx_u0 _fx_x </proc/uptime 2>/dev/null
   command exec 3>o
   # In the background and waited for, so that a signal (the deadline) is handled at once:
@@ -110,17 +117,35 @@ _fx_sec() {
        kill "$_fx_w" 2>/dev/null ;;
   esac
   _fx_p=
+  _fx_frame "$1" "$3" now
+}
+# _fx_frame NAME MAX_BYTES [now]: frame the section just run (its stdout in $_fx_o, fd 3;
+# _fx_rc, _fx_u0 set). It waits in files for the next cat (_fx_q: before the next _fx_sec,
+# or at exit), unless it is over its cap or "now": then it goes out at once, exactly
+# min(size, cap) bytes (head -c).
+_fx_frame() {
   _fx_u1=0; read -r _fx_u1 _fx_x </proc/uptime 2>/dev/null
   _fx_x=; _fx_s=; { read -r _fx_x _fx_s </proc/$$/fdinfo/3; } 2>/dev/null
   exec 3>&-
   case $_fx_x in pos:) ;; *) _fx_s= ;; esac
-  case $_fx_s in '' | *[!0-9]*) _fx_s=$(wc -c <o) ;; esac
-  _fx_s=$((_fx_s + 0)); _fx_c=$_fx_s
-  if [ "$_fx_c" -gt "$3" ]; then _fx_c=$3; fi
+  case $_fx_s in '' | *[!0-9]*) _fx_s=$(wc -c <"$_fx_o") ;; esac
+  _fx_s=$((_fx_s + 0))
+  if [ "$_fx_s" -gt "$2" ] || [ -n "$3" ]; then
+    _fx_head "$@"
+    if [ "$_fx_s" -gt 0 ]; then head -c "$_fx_c" "$_fx_o"; fi
+    _fx_err "$1"
+    return
+  fi
+  _fx_head "$@" >"h$_fx_k"
+  _fx_err "$1" >"t$_fx_k"
+  if [ "$_fx_s" -gt 0 ]; then _fx_q="$_fx_q h$_fx_k $_fx_o t$_fx_k"
+  else _fx_q="$_fx_q h$_fx_k t$_fx_k"
+  fi
+}
+_fx_head() {
+  _fx_c=$_fx_s; if [ "$_fx_c" -gt "$2" ]; then _fx_c=$2; fi
   printf '\n%s DATA %s %s %s %s %s %s\n' \
     "$_fx_n" "$1" "$_fx_rc" "$_fx_u0" "$_fx_u1" "$_fx_s" "$_fx_to"
-  if [ "$_fx_c" -gt 0 ]; then head -c "$_fx_c" o; fi
-  _fx_err "$1"
 }
 # _fx_err NAME: the section's first stderr lines, cut, and its END frame.
 _fx_err() {
@@ -135,32 +160,19 @@ _fx_err() {
 }
 # _fx_in NAME MAX_BYTES 'SHELL': a section that only reads files (with builtins) and runs
 # nothing that can hang runs in this shell as a function body: no sh, no timeout, no frame
-# process of its own; it returns, never exits. Its frame waits in files for the one cat at
-# the end; a size over the cap is framed at once (head -c).
+# process of its own; it returns, never exits. Its frame waits in files for the next cat
+# (_fx_frame).
 _fx_run() { eval "$1"; }
 _fx_in() {
   printf '\n%s START %s\n' "$_fx_n" "$1"
-  _fx_k=$((_fx_k + 1))
+  _fx_k=$((_fx_k + 1)); _fx_o=o$_fx_k
   _fx_u0=0; read -r _fx_u0 _fx_x </proc/uptime 2>/dev/null
-  command exec 3>"o$_fx_k"
+  command exec 3>"$_fx_o"
   _fx_ifs=$IFS
   _fx_run "$3" >&3 2>e </dev/null 3>&-
   _fx_rc=$?
   IFS=$_fx_ifs; set +f; cd "$_fx_d" || exit 70
-  _fx_u1=0; read -r _fx_u1 _fx_x </proc/uptime 2>/dev/null
-  _fx_x=; _fx_s=; { read -r _fx_x _fx_s </proc/$$/fdinfo/3; } 2>/dev/null
-  exec 3>&-
-  case $_fx_x in pos:) ;; *) _fx_s= ;; esac
-  case $_fx_s in '' | *[!0-9]*) _fx_s=$(wc -c <"o$_fx_k") ;; esac
-  _fx_s=$((_fx_s + 0))
-  printf '\n%s DATA %s %s %s %s %s %s\n' \
-    "$_fx_n" "$1" "$_fx_rc" "$_fx_u0" "$_fx_u1" "$_fx_s" "$_fx_to" >"h$_fx_k"
-  _fx_err "$1" >"t$_fx_k"
-  if [ "$_fx_s" -gt "$2" ]; then
-    cat "h$_fx_k"; head -c "$2" "o$_fx_k"; cat "t$_fx_k"
-  elif [ "$_fx_s" -gt 0 ]; then _fx_q="$_fx_q h$_fx_k o$_fx_k t$_fx_k"
-  else _fx_q="$_fx_q h$_fx_k t$_fx_k"
-  fi
+  _fx_frame "$1" "$2"
 }
 # _fx_dump CAP FILE...: what head -v -c CAP FILE... prints, read with builtins (no process)
 # for in-shell sections: "==> FILE <==" and at most CAP bytes of each readable file, a
