@@ -63,6 +63,7 @@ _size 4 kl.out; _b=$_sz; exec 4>&-; echo "log_bytes $_b"
 # lspci_devices) on the lines about PCIe errors and lost GPUs.
 awk -v most="$memcg_paths_read" -v dev="$device_lines" -v devmost="$lspci_devices" '
   { s = $0
+    if (!index(s, "memcg=") && !index(s, "Task in ") && !index(s, "limit of ")) s = ""
     while (match(s, /(oom_memcg=|task_memcg=|Task in |limit of )\/[^, ]*/)) {
       m = substr(s, RSTART, RLENGTH); sub(/^[^\/]*/, "", m); p[++n] = m
       s = substr(s, RSTART + RLENGTH)
