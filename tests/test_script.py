@@ -194,3 +194,20 @@ def test_in_shell_frames_go_out_before_a_section_that_may_hang(tmp_path: Path) -
     decoded = decode(script, stream)
     assert decoded.outputs["quick"].stdout == b"quick\n"
     assert decoded.running == "hangs"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("cap", [1, 4, 7, 100])
+def test_fx_dump_prints_what_head_prints(shell: list[str], cap: int, tmp_path: Path) -> None:
+    """In-shell sections read files with _fx_dump instead of head -v -c: the same bytes for
+    lines cut by the cap, a last line without newline, empty and missing files, backslashes
+    and blanks."""
+    files = {"a": b"one\n  two \\t\nno newline", "b": b"", "c": b"x\n\n\n", "d": b"\\\\\n"}
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    paths = [str(tmp_path / name) for name in ("a", "b", "missing", "c", "d")]
+    spec = SectionSpec(name="dump", shell=f"_fx_dump {cap} " + " ".join(paths), in_shell=True)
+    script = compose([spec])
+    dumped = decode(script, run(shell, script.text)).outputs["dump"].stdout
+    head = subprocess.run(["head", "-v", "-c", str(cap), *paths], capture_output=True).stdout
+    assert dumped == head
