@@ -1,7 +1,7 @@
 """system: who the host is, how long it has been up, and whether it is a container.
 
-Runs ``system.sh`` on the host (one section, in the script's shell; builtins read the files,
-``head`` only /proc/1/cmdline, ``date`` the clock)::
+Runs ``system.sh`` on the host (one section, one ``head`` process for all files, builtins
+for the rest)::
 
     tool timeout yes
     tool nvidia-smi no
@@ -80,9 +80,7 @@ class SystemFacts(ProbeFacts):
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
-    return [
-        SectionSpec(name=SECTION, shell=SHELL, timeout_s=10, max_bytes=256 * 1024, in_shell=True)
-    ]
+    return [SectionSpec(name=SECTION, shell=SHELL, timeout_s=10, max_bytes=256 * 1024)]
 
 
 def parse(captures: Captures, options: CollectOptions) -> SystemFacts:

@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 # system: which tools the host has, container markers, boot time, the host's clock, then
-# the identity files read with builtins (_fx_dump in host_script.sh: an in-shell section).
-# Set by probes/system.py: tools, markers (space separated), files (one path per line).
+# one head for the identity files. Set by probes/system.py: tools, markers (space
+# separated), files (one path per line).
 for t in $tools; do
   if command -v "$t" >/dev/null 2>&1; then echo "tool $t yes"; else echo "tool $t no"; fi
 done
@@ -12,4 +12,4 @@ IFS='
 '
 set -f
 # shellcheck disable=SC2086 # one path per line (IFS), no globbing
-_fx_dump 65536 $files
+head -v -c 65536 $files

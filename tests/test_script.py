@@ -169,9 +169,8 @@ def test_the_script_deadline_stops_a_section_under_its_own_longer_timeout(
 
 
 def test_in_shell_frames_go_out_before_a_section_that_may_hang(tmp_path: Path) -> None:
-    """The frames of in-shell sections wait for one cat, which runs before the next section
-    with a sh of its own starts: a run cut while that one hangs (the client's deadline)
-    still brings them back."""
+    """An in-shell section is framed as soon as it ends: a run cut while a later section
+    hangs (the client's deadline, a dropped session) still brings it back."""
     sections = [
         SectionSpec(name="quick", shell="echo quick", in_shell=True),
         SectionSpec(name="hangs", shell="sleep 30", timeout_s=20),

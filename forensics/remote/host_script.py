@@ -14,9 +14,8 @@ The reader takes exactly the announced number of bytes, so no output of the host
 or split a boundary, whatever it prints; the per-run nonce keeps the reader from mistaking
 host output for framing when it resynchronises. ``t0``/``t1`` are /proc/uptime readings
 (read with the shell's builtin ``read``: no process) from which the duration follows.
-START goes out when a section starts; the frames of in-shell sections are sent together
-at the end (one ``cat``), so the stream may hold several STARTs before their DATA, and the
-section running when it ended is the last one started that never sent its frame.
+The section running when the stream ended is the last one started that never sent its
+frame.
 
 The shell itself lives in ``.sh`` files: ``host_script.sh`` (the prelude: private directory,
 traps, ``_fx_sec``), ``focus.sh`` (``_fx_focus``, written into the private directory when

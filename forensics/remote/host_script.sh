@@ -16,21 +16,14 @@ if ! mkdir "$_fx_d" 2>/dev/null; then
   _fx_d="/dev/shm/forensics.$$.$_fx_n"
   mkdir "$_fx_d" 2>/dev/null || { printf '\n%s FATAL no writable temp dir\n' "$_fx_n"; exit 70; }
 fi
-# The frames of in-shell sections wait in files (_fx_q) and go out in one cat before the
-# next section that runs its own sh, or at exit (the end, or a signal: the deadline); the
-# watchdog ends with the script.
-_fx_q=; _fx_k=0; _fx_wd=; _fx_p=
+# The watchdog (the script's deadline) and the running section end with the script.
+_fx_wd=; _fx_p=
 _fx_exit() {
   if [ -n "$_fx_p" ]; then kill "$_fx_p" 2>/dev/null; fi
   if [ -n "$_fx_wd" ]; then { _fx_unwatch; wait "$_fx_wd"; } 2>/dev/null; fi
-  # shellcheck disable=SC2086 # file names of ours, without spaces
-  if [ -n "$_fx_q" ]; then cat $_fx_q >&9; fi
   cd /; rm -rf "$_fx_d"
 }
 trap _fx_exit EXIT
-# fd 9 is this script's stdout for the EXIT trap, which some shells (bash) run inside the
-# redirections of the section that was running; no section's process gets it.
-exec 9>&1
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; trap '' PIPE
 cd "$_fx_d" || exit 70
 # Sections find the focus processes with the function in focus.sh, the regex in focus.re.
@@ -71,7 +64,7 @@ _fx_deadline() {
     # shellcheck disable=SC2086 # the fields after the name: numbers and a state letter
     set -- ${_fx_l##*) }
     if [ "$2" = "$_fx_m" ]; then kill -KILL "$_fx_m"; fi
-  ) </dev/null >/dev/null 2>&1 9>&- &
+  ) </dev/null >/dev/null 2>&1 &
   _fx_wd=$!
 }
 # _fx_unwatch: end the watchdog and its sleep. Stopped first, its children read from /proc
@@ -92,55 +85,41 @@ _fx_unwatch() {
 # the kernel's offset of that one open file (/proc/$$/fdinfo/3, "pos:") is how many bytes
 # the section wrote, read with a builtin, so counting them costs no process (wc only where
 # /proc does not say). Its frame goes out at once with exactly min(size, cap) bytes (head
-# -c): a process it started may still write (one stuck in the kernel outlives KILL). The
-# frames of the in-shell sections before it go out first (one cat), so that a run cut
-# while this one hangs still brings them back.
+# -c): a process it started may still write (one stuck in the kernel outlives KILL), and
+# a run cut later (the client's deadline, a dropped session) still brings it back.
 _fx_sec() {
-  # shellcheck disable=SC2086 # file names of ours, without spaces
-  if [ -n "$_fx_q" ]; then cat $_fx_q; _fx_q=; fi
   printf '\n%s START %s\n' "$_fx_n" "$1"
-  _fx_o=o
   _fx_u0=0; read -r _fx_u0 _fx_x </proc/uptime 2>/dev/null
   command exec 3>o
   # In the background and waited for, so that a signal (the deadline) is handled at once:
   # the EXIT trap stops the section (_fx_p) instead of waiting for it.
   case $_fx_to in
-    k) timeout -k "$_fx_kill" "$2" sh -c "$4" >&3 2>e </dev/null 3>&- 9>&- &
+    k) timeout -k "$_fx_kill" "$2" sh -c "$4" >&3 2>e </dev/null 3>&- &
        _fx_p=$!; wait "$_fx_p"; _fx_rc=$? ;;
-    t) timeout -t "$2" sh -c "$4" >&3 2>e </dev/null 3>&- 9>&- &
+    t) timeout -t "$2" sh -c "$4" >&3 2>e </dev/null 3>&- &
        _fx_p=$!; wait "$_fx_p"; _fx_rc=$? ;;
-    *) sh -c "$4" >&3 2>e </dev/null 3>&- 9>&- &
+    *) sh -c "$4" >&3 2>e </dev/null 3>&- &
        _fx_p=$!
-       ( sleep "$2"; kill -9 "$_fx_p" ) >/dev/null 2>&1 9>&- &
+       ( sleep "$2"; kill -9 "$_fx_p" ) >/dev/null 2>&1 &
        _fx_w=$!
        wait "$_fx_p"; _fx_rc=$?
        kill "$_fx_w" 2>/dev/null ;;
   esac
   _fx_p=
-  _fx_frame "$1" "$3" now
+  _fx_frame "$1" "$3"
 }
-# _fx_frame NAME MAX_BYTES [now]: frame the section just run (its stdout in $_fx_o, fd 3;
-# _fx_rc, _fx_u0 set). It waits in files for the next cat (_fx_q: before the next _fx_sec,
-# or at exit), unless it is over its cap or "now": then it goes out at once, exactly
-# min(size, cap) bytes (head -c).
+# _fx_frame NAME MAX_BYTES: frame the section just run (its stdout in o, fd 3; _fx_rc,
+# _fx_u0 set): its header, exactly min(size, cap) bytes (head -c), its stderr lines.
 _fx_frame() {
   _fx_u1=0; read -r _fx_u1 _fx_x </proc/uptime 2>/dev/null
   _fx_x=; _fx_s=; { read -r _fx_x _fx_s </proc/$$/fdinfo/3; } 2>/dev/null
   exec 3>&-
   case $_fx_x in pos:) ;; *) _fx_s= ;; esac
-  case $_fx_s in '' | *[!0-9]*) _fx_s=$(wc -c <"$_fx_o") ;; esac
+  case $_fx_s in '' | *[!0-9]*) _fx_s=$(wc -c <o) ;; esac
   _fx_s=$((_fx_s + 0))
-  if [ "$_fx_s" -gt "$2" ] || [ -n "$3" ]; then
-    _fx_head "$@"
-    if [ "$_fx_s" -gt 0 ]; then head -c "$_fx_c" "$_fx_o"; fi
-    _fx_err "$1"
-    return
-  fi
-  _fx_head "$@" >"h$_fx_k"
-  _fx_err "$1" >"t$_fx_k"
-  if [ "$_fx_s" -gt 0 ]; then _fx_q="$_fx_q h$_fx_k $_fx_o t$_fx_k"
-  else _fx_q="$_fx_q h$_fx_k t$_fx_k"
-  fi
+  _fx_head "$@"
+  if [ "$_fx_s" -gt 0 ]; then head -c "$_fx_c" o; fi
+  _fx_err "$1"
 }
 _fx_head() {
   _fx_c=$_fx_s; if [ "$_fx_c" -gt "$2" ]; then _fx_c=$2; fi
@@ -160,14 +139,13 @@ _fx_err() {
 }
 # _fx_in NAME MAX_BYTES 'SHELL': a section that only reads files (with builtins) and runs
 # nothing that can hang runs in this shell as a function body: no sh, no timeout, no frame
-# process of its own; it returns, never exits. Its frame waits in files for the next cat
-# (_fx_frame).
+# process of its own; it returns, never exits. Its frame goes out at once (_fx_frame),
+# so a run cut while a later section hangs still brings it back.
 _fx_run() { eval "$1"; }
 _fx_in() {
   printf '\n%s START %s\n' "$_fx_n" "$1"
-  _fx_k=$((_fx_k + 1)); _fx_o=o$_fx_k
   _fx_u0=0; read -r _fx_u0 _fx_x </proc/uptime 2>/dev/null
-  command exec 3>"$_fx_o"
+  command exec 3>o
   _fx_ifs=$IFS
   _fx_run "$3" >&3 2>e </dev/null 3>&-
   _fx_rc=$?
