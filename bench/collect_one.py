@@ -133,11 +133,14 @@ def main() -> None:
 def print_section_costs(options: CollectOptions) -> None:
     """Each section run alone (the snapshot gap set to 0), less what it shares with the
     others: the prelude for all; for an in-shell section also the script's watchdog and
-    the one cat of the queued frames (measured with an in-shell section that does
+    (measured with an in-shell section that does
     nothing). Medians of 5 runs."""
     quick = options.model_copy(update={"snapshot_gap": 0.0})
     specs = [spec for probe in PROBES for spec in probe.sections(quick)]
-    noop = SectionSpec(name="noop", shell=":", in_shell=True)
+    # Long enough (a few ms) that the watchdog has forked its sleep, as in a whole script.
+    noop = SectionSpec(
+        name="noop", shell="i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done", in_shell=True
+    )
     prelude = median_cost(compose([]).text)
     shared = median_cost(compose([noop]).text)
     print("Per section (run alone, shared costs subtracted; the process gap set to 0):")
@@ -150,7 +153,7 @@ def print_section_costs(options: CollectOptions) -> None:
               f"CPU {(cpu - base[1]) * 1000:6.1f} ms")  # fmt: skip
     print(f"  (prelude alone: processes {prelude[0]}, CPU {prelude[1] * 1000:.1f} ms; "
           f"in-shell sections share {_minus(shared[0], prelude[0])} more: the watchdog's "
-          "subshell and sleep, and the cat of their frames)")  # fmt: skip
+          "subshell and sleep)")  # fmt: skip
 
 
 def median_cost(script_text: str, runs: int = 5) -> tuple[int | None, float]:
