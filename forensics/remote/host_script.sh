@@ -154,16 +154,11 @@ _fx_in() {
 }
 # _fx_dump CAP FILE...: what head -v -c CAP FILE... prints, read with builtins (no process)
 # for in-shell sections: "==> FILE <==" and at most CAP bytes of each readable file, a
-# blank line between files. A */cmdline file (NUL-separated, which the shell cannot hold)
-# goes through head itself.
+# blank line between files. Text files only: the shell cannot hold a NUL byte.
 _fx_dump() {
   _fx_dc=$1; shift; _fx_ds=
   for _fx_df do
     if [ ! -r "$_fx_df" ]; then printf '%s: cannot read\n' "$_fx_df" >&2; continue; fi
-    case $_fx_df in
-      */cmdline) printf '%s' "$_fx_ds"; head -v -c "$_fx_dc" "$_fx_df"; _fx_ds='
-'; continue ;;
-    esac
     printf '%s==> %s <==\n' "$_fx_ds" "$_fx_df"; _fx_ds='
 '
     _fx_dn=$_fx_dc
