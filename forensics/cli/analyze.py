@@ -20,11 +20,11 @@ def analyze_command(
 
     Example: forensics analyze forensics-bundles/gpu-a/2026-11-29T20-15-03Z --format json
     """
+    threshold = parse_fail_on(fail_on)
     from forensics.cli.host_output import exit_status, print_report
     from forensics.judge.analysis import analyze
     from forensics.remote import bundle
 
-    threshold = parse_fail_on(fail_on)
     manifest, captures = bundle.load(bundle_path)
     report = analyze(manifest, captures, bundle=str(bundle_path))
     print_report(report, format)
