@@ -50,28 +50,9 @@ def _loaded_after(arguments: list[str]) -> tuple[str, str, int, list[str]]:
     return printed, said, status, heavy
 
 
-# forensics/cli/arm.py (the flight recorder, merged last) still imports rich, the reports,
-# SSH and every probe at module level, and its options' help is built from PROBES and the
-# recorder's EVENT_KINDS; until it loads them in its body as the other commands do, these
-# fail, and strict xfail says so the day it is fixed (then drop the mark and the exception
-# in test_every_command_module_but_arm_declares_its_options_without_its_machinery).
-_ARM_STILL_EAGER = pytest.mark.xfail(
-    strict=True, reason="forensics/cli/arm.py imports its machinery at module level"
-)
-
-
 @pytest.mark.parametrize(
     "arguments",
-    [
-        pytest.param(arguments, marks=_ARM_STILL_EAGER)
-        for arguments in (
-            ["--help"],
-            ["collect", "--help"],
-            ["sweep", "--help"],
-            ["version"],
-            ["--version"],
-        )
-    ],
+    [["--help"], ["collect", "--help"], ["sweep", "--help"], ["version"], ["--version"]],
 )
 def test_help_and_version_load_no_ssh_templates_rich_or_probes(arguments: list[str]) -> None:
     printed, _, status, heavy = _loaded_after(arguments)
@@ -83,12 +64,9 @@ def test_help_and_version_load_no_ssh_templates_rich_or_probes(arguments: list[s
 @pytest.mark.parametrize(
     "arguments",
     [
-        pytest.param(arguments, marks=_ARM_STILL_EAGER)
-        for arguments in (
-            ["collect", "--timeout", "nope"],
-            ["sweep", "--grace", "nope"],
-            ["collect", "--no-such-option"],
-        )
+        ["collect", "--timeout", "nope"],
+        ["sweep", "--grace", "nope"],
+        ["collect", "--no-such-option"],
     ],
 )
 def test_a_usage_error_is_one_line_before_anything_heavy_loads(arguments: list[str]) -> None:
@@ -101,18 +79,16 @@ def test_a_usage_error_is_one_line_before_anything_heavy_loads(arguments: list[s
 # Imported by the commands' bodies, never at start-up: the machinery of collect/analyze's
 # output and of lint-script.
 _MACHINERY = {"host_output", "lint_files"}
-# See _ARM_STILL_EAGER: arm.py, and app.py which registers it.
-_STILL_EAGER = {"arm", "app"}
 
 
-def test_every_command_module_but_arm_declares_its_options_without_its_machinery() -> None:
+def test_every_command_module_declares_its_options_without_its_machinery() -> None:
     cli = Path(__file__).parent.parent / "forensics" / "cli"
     names = sorted(
         f"forensics.cli.{path.stem}"
         for path in cli.glob("*.py")
-        if path.stem not in _MACHINERY | _STILL_EAGER | {"__init__"}
+        if path.stem not in _MACHINERY | {"__init__"}
     )
-    assert "forensics.cli.sweep" in names and "forensics.cli.watch" in names
+    assert "forensics.cli.sweep" in names and "forensics.cli.arm" in names
     program = (
         "import importlib, sys\n"
         f"for name in {names!r}:\n    importlib.import_module(name)\n"
