@@ -2,7 +2,8 @@
 (so that its CPU is that process tree's own) and a check that it brought back every
 host's full output.
 
-forensics runs `forensics sweep`; every peer runs forensics' recorded host script (one
+forensics runs `forensics sweep` (and, on a fleet of one, `forensics collect` as
+`forensics-collect`); every peer runs forensics' recorded host script (one
 `compose` of the default sections, the same nonce for all hosts), each host with its own
 TMPDIR under the run's directory, since the loopback hosts share /tmp and the same nonce
 in PID namespaces that all start at 1 would name the same private directory.
@@ -124,6 +125,7 @@ class Method:
     launch: Callable[[Job], Launch]
     # Given the job and the process's stdout: every host whose output is not complete.
     problems: Callable[[Job, bytes], list[str]]
+    one_host: bool = False  # only runs on a fleet of one host
 
 
 def _sweep(job: Job) -> Launch:
@@ -146,16 +148,38 @@ def _sweep_problems(job: Job, stdout: bytes) -> list[str]:
         host = hosts.get(name)
         if host is None or host["status"] != "ok":
             problems.append(f"{name}: {host and host['status']} {host and host['reason']}")
-            continue
-        manifest = json.loads((Path(host["bundle"]) / "manifest.json").read_text())
-        unfinished = [
-            section["name"]
-            for section in manifest["sections"]
-            if not section["finished"] or section["truncated"]
-        ]
-        if unfinished:
-            problems.append(f"{name}: unfinished={unfinished}")
+        else:
+            problems += _bundle_problems(name, Path(host["bundle"]))
     return problems
+
+
+def _bundle_problems(name: str, bundle: Path) -> list[str]:
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    unfinished = [
+        section["name"]
+        for section in manifest["sections"]
+        if not section["finished"] or section["truncated"]
+    ]
+    return [f"{name}: unfinished={unfinished}"] if unfinished else []
+
+
+def _collect(job: Job) -> Launch:
+    (name,) = job.names
+    fleet = job.fleet
+    return Launch(
+        [sys.executable, "-m", "forensics", "collect", f"{USER}@127.0.0.1:{job.ports[name]}",
+         "--identity", str(fleet.client_key), "--known-hosts", str(fleet.known_hosts),
+         "--ssh-config", str(fleet.root / "ssh_config"), "--out", str(job.out),
+         "--format", "json", "--fail-on", "never"],
+    )  # fmt: skip
+
+
+def _collect_problems(job: Job, stdout: bytes) -> list[str]:
+    (name,) = job.names
+    bundles = list(job.out.glob("*/*/manifest.json"))
+    if len(bundles) != 1:
+        return [f"{name}: {len(bundles)} bundles"]
+    return _bundle_problems(name, bundles[0].parent)
 
 
 def _pool(program: str) -> Callable[[Job], Launch]:
@@ -232,6 +256,7 @@ METHODS = {
     method.name: method
     for method in (
         Method("forensics", _sweep, _sweep_problems),
+        Method("forensics-collect", _collect, _collect_problems, one_host=True),
         Method("paramiko-pool", _pool("paramiko_pool.py"), _files),
         Method("openssh", _xargs_ssh(pinned=True), _files),
         Method("openssh-default", _xargs_ssh(pinned=False), _files),
