@@ -17,6 +17,7 @@ host-side work competes with the client, so client CPU is what separates the too
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import platform
 import signal
@@ -107,6 +108,14 @@ def table(hosts: int, rtt_ms: float, results: dict[str, Figures]) -> str:
             f"{max(figures.walls):.2f} | {cpu:.2f} s | {ratio_wall} | {ratio_cpu} |"
         )
     return "\n".join(lines)
+
+
+def byte_compile() -> None:
+    """Byte-compile forensics as pip does when it installs it: where PYTHONDONTWRITEBYTECODE
+    is set (these machines set it), a worktree's modules are otherwise compiled from source
+    on every run, ~0.8 s of CPU that an installed forensics never pays."""
+    for package in ("forensics", "probes", "reports"):  # the last two: forensics' symlinks
+        compileall.compile_dir(REPO / package, quiet=1)
 
 
 def machine() -> str:
@@ -209,6 +218,7 @@ def main() -> None:
                                  "parallel-ssh"])  # fmt: skip
     parser.add_argument("--profile", type=Path, help="profile one sweep of --hosts[-1] hosts")
     arguments = parser.parse_args()
+    byte_compile()
     print(machine())
     print(f"kernel log (shared by every host): {kernel_log_bytes()} bytes; {load()}")
     specs = [spec for probe in PROBES for spec in probe.sections(CollectOptions())]
