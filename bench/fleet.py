@@ -196,7 +196,7 @@ class Bench:
     def profile(self, hosts: int, ports: dict[str, int], path: Path) -> None:
         names = tuple(host.name for host in self.made.hosts[:hosts])
         job = self.job(names, ports)
-        raw = job.directory.with_suffix(".pyspy")
+        raw = path.with_name(path.name + ".raw")  # py-spy's own output, kept beside it
         spy = ("py-spy", "record", "--gil", "--nonblocking", "--format", "raw",
                "--rate", str(PROFILE_RATE), "-o", str(raw), "--")  # fmt: skip
         figures = run_once(METHODS["forensics"], job, spy)
@@ -216,7 +216,9 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", choices=sorted(METHODS),
                         default=["forensics", "paramiko-pool", "openssh", "ansible-raw",
                                  "parallel-ssh"])  # fmt: skip
-    parser.add_argument("--profile", type=Path, help="profile one sweep of --hosts[-1] hosts")
+    parser.add_argument(
+        "--profile", type=Path, help="profile one sweep of --hosts[-1] hosts into this file"
+    )
     arguments = parser.parse_args()
     byte_compile()
     print(machine())

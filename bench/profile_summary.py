@@ -20,20 +20,21 @@ _PACKAGE = re.compile(r"(?:site-packages|lib/python3\.\d+)/(?P<package>[^/]+)")
 
 
 def _where(frame: str) -> tuple[str, str]:
-    """(``function (file)``, package) of one frame."""
+    """(``function (file)``, package) of one frame. py-spy names files from their package
+    root (``paramiko/packet.py``) unless they are outside sys.path (absolute)."""
     match = _FRAME.match(frame.strip())
     if match is None:
         return frame.strip(), "?"
     path = match["file"]
-    package = _PACKAGE.search(path)
-    if package is not None:
-        name = package["package"].removesuffix(".py")
-    elif "forensics" in path or "/probes/" in path or "/reports/" in path:
-        name = "forensics"
+    installed = _PACKAGE.search(path)
+    if installed is not None:
+        package = installed["package"]
+    elif path.startswith("/"):
+        package = "forensics" if "/forensics/" in path else Path(path).name
     else:
-        name = Path(path).stem or "?"
+        package = path.split("/")[0]
     short = "/".join(path.split("/")[-2:])
-    return f"{match['function']} ({short})", name
+    return f"{match['function']} ({short})", package.removesuffix(".py")
 
 
 def summarize(text: str, rate: float, top: int) -> str:
