@@ -66,6 +66,7 @@ def test_help_and_version_load_no_ssh_templates_rich_or_probes(arguments: list[s
     [
         ["collect", "--timeout", "nope"],
         ["sweep", "--grace", "nope"],
+        ["arm", "--for", "nope"],
         ["collect", "--no-such-option"],
     ],
 )
