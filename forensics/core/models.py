@@ -274,6 +274,13 @@ class SectionSpec(Frozen):
     shell: str = Field(description="POSIX sh; runs with LC_ALL=C, stdin from /dev/null.")
     timeout_s: float = Field(default=10.0, gt=0)
     max_bytes: int = Field(default=1 << 20, gt=0)
+    in_shell: bool = Field(
+        default=False,
+        description="Runs in the host script's own shell, with no sh, watchdog or frame "
+        "process of its own: for a section that reads files with builtins and runs nothing "
+        "that can hang. The script's one deadline bounds it; it must end with `return`, "
+        "never `exit`, and start no background process.",
+    )
 
 
 class SectionResult(Frozen):
