@@ -43,7 +43,7 @@ def render_fleet(summary: FleetSummary, format: Format) -> str:
 
         return render_fleet_terminal(summary)
     gaps = {
-        host.anchor: unchecked(host.run.report) if host.run.report is not None else []
+        host.anchor: host.run.report.unchecked if host.run.report is not None else []
         for host in summary.hosts
     }
     return _template(format, "fleet").render(summary=summary, fleet=summary.fleet, gaps=gaps)

@@ -1,9 +1,10 @@
 """What the fleet report shows: one line per host, worst first, counts by finding id, and
 what changed since each host's previous run.
 
-The sweep's ``FleetReport`` holds every host it was asked for, collected or not (a host it
-could not reach carries a ``HostReport`` whose status says why; one it never started, was
-interrupted on, or failed on for another reason has only a status and a reason).
+The sweep's ``FleetReport`` holds every host it was asked for, collected or not (a collected
+host carries the summary of its report, ``HostSummary``; one it could not reach, never
+started, was interrupted on, or failed on for another reason has only a status and a
+reason).
 ``fleet_summary`` adds what a page needs (anchors, standings, headlines) and
 ``reports.render_fleet`` renders it.
 """
@@ -17,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forensics.fleet.fingerprint import TrackedFinding
 from forensics.fleet.report import NOT_COLLECTED, FindingCount, FleetReport, HostRun, host_order
-from forensics.reports.headline import headline
 
 CHANGE_KINDS = ("new", "resolved", "not_rechecked")
 """What the report lists finding by finding; findings still present are only counted."""
@@ -80,15 +80,14 @@ def fleet_summary(fleet: FleetReport, title: str | None = None) -> FleetSummary:
     """Summarise a sweep for a page.
 
     >>> from datetime import UTC, datetime
-    >>> from forensics.fleet.report import HostStatus, count_findings
-    >>> from forensics.judge.host_report import HostReport
-    >>> from forensics.core.models import Finding, Target
+    >>> from forensics.fleet.fingerprint import TrackedFinding
+    >>> from forensics.fleet.report import HostStatus, HostSummary, count_findings
     >>> now = datetime(2025, 11, 29, tzinfo=UTC)
-    >>> zombie = Finding(id="process.zombie", severity="warning", title="A zombie",
-    ...     explanation="")
+    >>> zombie = TrackedFinding(fingerprint="f1", id="process.zombie", severity="warning",
+    ...     title="A zombie")
     >>> def host(name, status="ok", findings=()):
-    ...     report = HostReport(tool_version="0", target=Target(name=name), status="ok",
-    ...         started=now, finished=now, findings=list(findings))
+    ...     report = HostSummary(headline="A zombie." if findings else "No findings.",
+    ...         findings=list(findings))
     ...     collected = status == "ok"
     ...     return HostRun(name=name, address=name, status=status,
     ...         reason=None if collected else "not started: SIGINT stopped the sweep first",
@@ -124,7 +123,7 @@ def fleet_summary(fleet: FleetReport, title: str | None = None) -> FleetSummary:
 def _headline(run: HostRun) -> str:
     """The host report's headline; for a host with no report, the same words from the row."""
     if run.report is not None:
-        return headline(run.report).text
+        return run.report.headline
     reason = f": {run.reason.rstrip('.')}" if run.reason else ""
     return f"Not collected ({run.status.value}){reason}."
 

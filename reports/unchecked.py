@@ -7,18 +7,10 @@ with an ``unavailable: str | None`` field, set to the reason when nothing could 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from forensics.judge.host_report import HostReport
+from forensics.judge.host_report import HostReport, Unchecked
 
 
-@dataclass(frozen=True)
-class Gap:
-    what: str
-    why: str
-
-
-def unchecked(report: HostReport) -> list[Gap]:
+def unchecked(report: HostReport) -> list[Unchecked]:
     """Every gap in the evidence, sections first.
 
     >>> from datetime import UTC, datetime
@@ -37,12 +29,12 @@ def unchecked(report: HostReport) -> list[Gap]:
     system facts: section system timed out
     """
     gaps = [
-        Gap(what=f"section {result.name}", why=problem)
+        Unchecked(what=f"section {result.name}", why=problem)
         for result in report.sections
         if (problem := result.problem()) is not None
     ]
     for name, facts in report.facts:
         reason = getattr(facts, "unavailable", None)
         if isinstance(reason, str) and reason:
-            gaps.append(Gap(what=f"{name} facts", why=reason))
+            gaps.append(Unchecked(what=f"{name} facts", why=reason))
     return gaps

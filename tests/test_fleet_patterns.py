@@ -14,6 +14,7 @@ from pathlib import Path
 from forensics.core.models import Finding, Target
 from forensics.fleet.patterns import fleet_patterns
 from forensics.fleet.report import HostRun, HostStatus
+from forensics.fleet.summary import summarise
 from forensics.judge.host_report import HostReport
 from forensics.probes.gpu import Gpu, GpuFacts
 from tests.conftest import run_cli
@@ -124,7 +125,7 @@ def _host(name: str, driver: str | None, xid: bool) -> HostRun:
         findings=findings,
     )  # fmt: skip
     report.facts.gpu = GpuFacts(gpus=gpus)  # type: ignore[attr-defined]
-    return HostRun(name=name, address=name, status=HostStatus.ok, report=report)
+    return HostRun(name=name, address=name, status=HostStatus.ok, report=summarise(report, name))
 
 
 def test_the_numbers_are_given_instead_of_all_when_a_fact_was_not_read_everywhere() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from forensics.collect import collect
 from forensics.core.errors import CollectionError
-from forensics.core.models import CollectOptions, CollectStatus, SshOptions
+from forensics.core.models import CollectOptions, SshOptions
 from forensics.core.targets import parse_target
 from forensics.fleet.report import (
     FleetReport,
@@ -17,6 +17,7 @@ from forensics.fleet.report import (
     count_findings,
     host_order,
 )
+from forensics.fleet.summary import summarise
 from forensics.judge.host_report import HostReport
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import FleetSummary, fleet_summary
@@ -89,7 +90,9 @@ def _fleet(sshd: SshServer, tmp_path: Path) -> FleetSummary:
             started=report.started,
             finished=report.finished,
             bundle=report.bundle,
-            report=report,
+            report=summarise(report, report.target.name)
+            if HostStatus.of(report.status).collected
+            else None,
         )
         for report in reports
     ]
@@ -114,9 +117,9 @@ def test_fleet_markdown_lists_hosts_worst_first_with_working_anchors(
     assert [h.standing for h in summary.hosts] == [
         "critical", "not_collected", "clean", "clean", "clean",
     ]  # fmt: skip
-    unreachable = summary.hosts[1].run.report
+    unreachable = summary.hosts[1].run
     assert summary.not_collected == 1
-    assert unreachable is not None and unreachable.status is CollectStatus.unreachable
+    assert unreachable.report is None and unreachable.status is HostStatus.unreachable
     markdown = render_fleet(summary, Format.md)
     hosts = markdown_table(markdown, "Standing")
     assert [row[0] for row in hosts.rows] == [

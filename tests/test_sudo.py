@@ -136,8 +136,9 @@ def test_the_inventory_wires_sudo_logs_and_thresholds_into_a_sweep(
     refused = hosts["sudo-password"]
     assert refused["status"] == "auth_failed"
     assert "a password is required" in refused["reason"]
-    report = hosts["sudo-ok"]["report"]
+    # The fleet report keeps findings; the facts are in the bundle its row links.
+    ids = {finding["id"] for finding in hosts["sudo-ok"]["report"]["findings"]}
+    assert "memory.available_low" in ids and "log.expected_missing" not in ids
+    report = json.loads((Path(hosts["sudo-ok"]["bundle"]) / "report.json").read_text())
     assert report["target"]["sudo"] is True
     assert SECRET_LINE in _tail(report)
-    ids = {finding["id"] for finding in report["findings"]}
-    assert "memory.available_low" in ids and "log.expected_missing" not in ids

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from forensics.fleet.fingerprint import track
 from forensics.judge.analysis import analyze
 from forensics.judge.host_report import HostReport
 from forensics.remote import bundle
@@ -95,12 +96,21 @@ def test_a_sweep_keeps_its_deadline_and_gives_each_host_its_own_status(
     closed = rows["closed"]["reason"].lower()
     assert "connection refused" in closed or "unable to connect" in closed
     assert "HOST KEY CHANGED" in rows["changed-key"]["reason"]
-    assert rows["refusing"]["report"]["status"] == "auth_failed"
+    assert rows["refusing"]["report"] is None
     sweep_dir = Path(report["directory"])
     assert json.loads((sweep_dir / "fleet.json").read_text())["sweep_id"] == report["sweep_id"]
     for name in GOOD:
         (manifest,) = _bundles(sweep_dir, name)
-        assert _judged(manifest.parent).status == "ok"
+        judged = _judged(manifest.parent)
+        assert judged.status == "ok"
+        # The row links the bundle and keeps its findings, not its facts.
+        assert rows[name]["bundle"] == str(manifest.parent)
+        assert set(rows[name]["report"]) == {
+            "headline", "findings", "unchecked", "complete_sections", "traits",
+        }  # fmt: skip
+        assert [f["fingerprint"] for f in rows[name]["report"]["findings"]] == [
+            f.fingerprint for f in track(judged.findings, name)
+        ]
     for name in ("closed", "refusing", "changed-key"):
         assert not (sweep_dir / name).exists()
 

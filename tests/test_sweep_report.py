@@ -15,6 +15,7 @@ from forensics.cli.sweep import exit_status
 from forensics.core.models import EvidenceRef, Finding, Severity, Target
 from forensics.fleet.fingerprint import Changes, track
 from forensics.fleet.report import FleetReport, HostRun, HostStatus, count_findings, host_order
+from forensics.fleet.summary import summarise
 from forensics.judge.host_report import HostReport
 from forensics.reports import Format, render_fleet
 from forensics.reports.fleet import fleet_summary
@@ -67,22 +68,12 @@ def _collected(name: str, findings: list[Finding], gone: list[Finding] | None = 
         started=STARTED,
         finished=STARTED + timedelta(seconds=2),
         bundle=f"out/{name}/2026-11-29T20-15-03Z",
-        report=report,
+        report=summarise(report, name),
         changes=changes,
     )
 
 
 def _not_collected(name: str, status: HostStatus, reason: str) -> HostRun:
-    report = None
-    if status is HostStatus.unreachable:  # the sweep keeps the failed collection's report
-        report = HostReport(
-            tool_version="0",
-            target=Target(name=name, host="127.0.0.1", port=22),
-            status="unreachable",
-            status_reason=reason,
-            started=STARTED,
-            finished=STARTED + timedelta(seconds=1),
-        )
     return HostRun(
         name=name,
         address=f"root@127.0.0.1:{len(name)}",
@@ -90,7 +81,6 @@ def _not_collected(name: str, status: HostStatus, reason: str) -> HostRun:
         reason=reason,
         started=None if status is HostStatus.not_started else STARTED,
         finished=None if status is HostStatus.not_started else STARTED + timedelta(seconds=1),
-        report=report,
     )
 
 
@@ -241,3 +231,32 @@ def test_a_saved_fleet_json_renders_again_with_report(tmp_path: Path) -> None:
         assert name in page.visible_text
     again = run_cli("report", str(saved), "-f", "md")
     assert again.exit_code == 0 and "gpu-d: connection refused" in again.stdout
+
+
+def test_a_fleet_json_of_schema_1_with_whole_host_reports_still_renders(tmp_path: Path) -> None:
+    """Before fleet reports kept summaries, each row held the host's whole report."""
+    current = json.loads(_report().model_dump_json())
+    for host in current["hosts"]:
+        if host["report"] is not None:
+            host["report"] = json.loads(
+                HostReport(
+                    tool_version="0",
+                    target=Target(name=host["name"], host="127.0.0.1", port=22),
+                    status="ok",
+                    started=STARTED,
+                    finished=STARTED + timedelta(seconds=2),
+                    findings=[_finding(Severity.warning, 5, title="an old zombie password=s3cr3t")],
+                ).model_dump_json()
+            )
+    saved = tmp_path / "fleet.json"
+    saved.write_text(json.dumps({**current, "schema_version": 1}))
+    result = run_cli("report", str(saved), "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    read = json.loads(result.stdout)
+    assert read["schema_version"] == 2
+    gpu_a = next(host for host in read["hosts"] if host["name"] == "gpu-a")
+    (finding,) = gpu_a["report"]["findings"]
+    assert finding["title"] == "an old zombie password=[REDACTED]"
+    assert gpu_a["report"]["headline"] == "an old zombie password=[REDACTED] (pid 5)."
+    markdown = run_cli("report", str(saved), "-f", "md")
+    assert markdown.exit_code == 0 and "an old zombie" in markdown.stdout

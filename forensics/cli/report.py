@@ -3,6 +3,7 @@ ticket (Markdown), a browser or a printer (HTML), or a script (JSON)."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import sys
@@ -66,11 +67,13 @@ def report_command(
 
 
 def load_report(source: Path) -> HostReport | FleetReport:
-    """A host report (judged again from a bundle, or as saved) or a saved fleet report."""
+    """A host report (judged again from a bundle, or as saved) or a saved fleet report
+    (one written before fleet reports kept summaries is read with each host summarised)."""
     from pydantic import ValidationError
 
     from forensics.core.files import read_bounded
     from forensics.fleet.report import FleetReport
+    from forensics.fleet.summary import upgraded
     from forensics.judge.analysis import analyze
     from forensics.judge.host_report import HostReport
     from forensics.remote import bundle
@@ -88,8 +91,8 @@ def load_report(source: Path) -> HostReport | FleetReport:
         raise BundleError(f"{source}: not a forensics JSON report ({error})") from error
     if b'"sweep_id"' in data:
         try:
-            return FleetReport.model_validate_json(data)
-        except ValidationError:
+            return FleetReport.model_validate(upgraded(json.loads(data)))
+        except (ValueError, ValidationError):
             pass
     try:
         return HostReport.model_validate_json(data)

@@ -123,17 +123,29 @@ def _may_hold_secret(text: str) -> bool:
     return _ANY_TRIGGER.search(text) is not None
 
 
-_Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None]
+_Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], str] | None, re.Pattern[str]]
 
+# What each rule needs in the lowercased text before it can match (a necessary condition,
+# searched case-sensitively on ASCII text). A string the pre-filter lets through, such as
+# the collector's own base64 command line (4 KB, "key" in it by chance, on every host),
+# then meets only the rules that can match it: each full rule costs ~0.5 ms on 4 KB.
+_NAMES_A_SECRET = re.compile(
+    r"pass|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|auth"
+)
 _RULES: tuple[_Rule, ...] = (
-    ("private_key", _PEM_BLOCK, _pem_body),
-    ("url_password", _URL_CREDENTIALS, None),
-    ("authorization", _AUTHORIZATION, None),
-    ("known_token", _BARE_TOKENS, None),
-    ("quoted_key", _QUOTED_KEY_VALUE, None),
-    ("assignment", _ASSIGNMENT, None),
-    ("flag_value", _FLAG_THEN_VALUE, None),
-    ("keyword_value", _KEYWORD_THEN_VALUE, None),
+    ("private_key", _PEM_BLOCK, _pem_body, re.compile("private key")),
+    ("url_password", _URL_CREDENTIALS, None, re.compile("://")),
+    ("authorization", _AUTHORIZATION, None, re.compile("authorization")),
+    (
+        "known_token",
+        _BARE_TOKENS,
+        None,
+        re.compile(r"bearer|gh[pousr]_|github_pat_|glpat-|hf_|sk-|akia|asia|xox|eyj"),
+    ),
+    ("quoted_key", _QUOTED_KEY_VALUE, None, _NAMES_A_SECRET),
+    ("assignment", _ASSIGNMENT, None, _NAMES_A_SECRET),
+    ("flag_value", _FLAG_THEN_VALUE, None, _NAMES_A_SECRET),
+    ("keyword_value", _KEYWORD_THEN_VALUE, None, _NAMES_A_SECRET),
 )
 
 
@@ -149,9 +161,14 @@ Counter({'url_password': 1, 'quoted_key': 1}))
     counts: Counter[str] = Counter()
     if not _may_hold_secret(text):
         return text, counts
-    for kind, pattern, replace in _RULES:
-        text = pattern.sub(_replacer(kind, counts, replace), text)
-    if _MYSQL_CLIENT.search(text):
+    # A rule's replacement brings none of the words a gate looks for ("[REDACTED]" and
+    # what was there already), so the gates are read once, on the text as it came.
+    lowered = text.lower() if text.isascii() else None
+    for kind, pattern, replace, gate in _RULES:
+        if lowered is None or gate.search(lowered) is not None:
+            text = pattern.sub(_replacer(kind, counts, replace), text)
+    may_be_mysql = lowered is None or "mysql" in lowered or "mariadb" in lowered
+    if may_be_mysql and _MYSQL_CLIENT.search(text):
         text = "\n".join(_mysql_line(line, counts) for line in text.split("\n"))
     return text, counts
 

@@ -19,6 +19,7 @@ from forensics.fleet.inventory import ResolvedHost
 from forensics.fleet.patterns import fleet_patterns
 from forensics.fleet.report import FleetReport, HostRun, HostStatus, count_findings, host_order
 from forensics.fleet.store import HistoryStore, RunRow, Warn
+from forensics.fleet.summary import summarise
 from forensics.judge.analysis import analyze
 from forensics.remote import bundle
 
@@ -67,6 +68,7 @@ def _host_run(row: RunRow, host: ResolvedHost | None, unread: list[str]) -> Host
             report = analyze(manifest, captures, bundle=row.bundle)
         except BundleError:
             unread.append(row.host)
+    summary = summarise(report, row.host) if report is not None else None
     return HostRun(
         name=row.host,
         group=host.group if host else None,
@@ -77,7 +79,7 @@ def _host_run(row: RunRow, host: ResolvedHost | None, unread: list[str]) -> Host
         started=row.started,
         finished=report.finished if report is not None else None,
         bundle=row.bundle,
-        report=report,
+        report=summary,
     )
 
 

@@ -16,8 +16,9 @@ numbers say how many were read.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 
+from forensics.fleet.fingerprint import TrackedFinding
 from forensics.fleet.report import FleetPattern, HostRun, SharedFact
 from forensics.judge.host_report import HostReport
 from forensics.probes.gpu import GpuFacts
@@ -28,77 +29,69 @@ MAX_FACTS_PER_PATTERN = 3
 _DETAIL_KEYS = ("code",)
 """Subject keys that split one finding id into kinds worth grouping apart (an Xid's code)."""
 
-FactReader = Callable[[HostRun], set[str] | None]
-"""The values of one fact on one host; None when the fact was not read there."""
-
-
-def _gpu(run: HostRun) -> GpuFacts | None:
-    facts = run.report.facts.of(GpuFacts) if run.report is not None else None
-    return facts if facts is not None and facts.gpus else None
-
-
-def _system(run: HostRun) -> SystemFacts | None:
-    return run.report.facts.of(SystemFacts) if run.report is not None else None
-
-
-def _drivers(run: HostRun) -> set[str] | None:
-    gpu = _gpu(run)
-    values = {g.driver_version for g in gpu.gpus if g.driver_version} if gpu else set()
-    return values or None
-
-
-def _models(run: HostRun) -> set[str] | None:
-    gpu = _gpu(run)
-    values = {g.name for g in gpu.gpus if g.name} if gpu else set()
-    return values or None
-
-
-def _kernel(run: HostRun) -> set[str] | None:
-    system = _system(run)
-    return {system.kernel_release} if system and system.kernel_release else None
-
-
-def _os(run: HostRun) -> set[str] | None:
-    system = _system(run)
-    return {system.os_name} if system and system.os_name else None
-
-
-def _container(run: HostRun) -> set[str] | None:
-    system = _system(run)
-    if system is None:
-        return None
-    return {system.container or "no container"}
-
-
-def _tags(run: HostRun) -> set[str] | None:
-    return set(run.tags)
-
-
-FACTS: dict[str, tuple[FactReader, str]] = {
-    "driver": (_drivers, "run driver {}"),
-    "gpu_model": (_models, "have a {}"),
-    "kernel": (_kernel, "run kernel {}"),
-    "os": (_os, "run {}"),
-    "container": (_container, "run in {}"),
-    "tag": (_tags, "are tagged {}"),
+TRAITS = {
+    "driver": "run driver {}",
+    "gpu_model": "have a {}",
+    "kernel": "run kernel {}",
+    "os": "run {}",
+    "container": "run in {}",
 }
-"""Each fact: how to read it from a host's run, and how to say a host has a value."""
+"""The facts a sweep keeps of each host (``HostSummary.traits``), and how to say that a
+host has a value."""
+FACTS = {**TRAITS, "tag": "are tagged {}"}
+"""What patterns compare: the traits, and the inventory's tags."""
 
 
-def finding_keys(report: HostReport) -> set[str]:
-    """The keys a host's findings group under: the id, plus a code where the subject has one.
+def host_traits(report: HostReport) -> dict[str, list[str]]:
+    """The values of each of ``TRAITS`` on the host; a fact it could not read is absent.
 
     >>> from datetime import UTC, datetime
-    >>> from forensics.core.models import Finding, Target
+    >>> from forensics.core.facts import Facts
+    >>> from forensics.core.models import Target
     >>> now = datetime(2026, 11, 29, tzinfo=UTC)
-    >>> xid = Finding(id="gpu.xid", severity="critical", title="", explanation="",
+    >>> report = HostReport(tool_version="0", target=Target(name="a"), status="ok",
+    ...     started=now, finished=now, facts=Facts(system=SystemFacts(
+    ...         kernel_release="6.8.0-49-generic", os_name="Ubuntu 24.04.1 LTS")))
+    >>> host_traits(report)
+    {'kernel': ['6.8.0-49-generic'], 'os': ['Ubuntu 24.04.1 LTS'], 'container': ['no container']}
+    """
+    found: dict[str, list[str]] = {}
+    gpu = report.facts.of(GpuFacts)
+    if gpu is not None and gpu.gpus:
+        drivers = sorted({g.driver_version for g in gpu.gpus if g.driver_version})
+        models = sorted({g.name for g in gpu.gpus if g.name})
+        if drivers:
+            found["driver"] = drivers
+        if models:
+            found["gpu_model"] = models
+    system = report.facts.of(SystemFacts)
+    if system is not None:
+        if system.kernel_release:
+            found["kernel"] = [system.kernel_release]
+        if system.os_name:
+            found["os"] = [system.os_name]
+        found["container"] = [system.container or "no container"]
+    return found
+
+
+def _read(run: HostRun, fact: str) -> set[str] | None:
+    """The values of one fact on one host; None when the fact was not read there."""
+    if fact == "tag":
+        return set(run.tags)
+    values = run.report.traits.get(fact) if run.report is not None else None
+    return set(values) if values else None
+
+
+def finding_keys(findings: Iterable[TrackedFinding]) -> set[str]:
+    """The keys a host's findings group under: the id, plus a code where the subject has one.
+
+    >>> xid = TrackedFinding(fingerprint="f", id="gpu.xid", severity="critical", title="",
     ...     subject={"code": 79, "bus_id": "00000000:3B:00.0"})
-    >>> sorted(finding_keys(HostReport(tool_version="0", target=Target(name="a"),
-    ...     status="ok", started=now, finished=now, findings=[xid])))
+    >>> sorted(finding_keys([xid]))
     ['gpu.xid 79']
     """
     keys = set()
-    for finding in report.findings:
+    for finding in findings:
         detail = next((finding.subject[k] for k in _DETAIL_KEYS if k in finding.subject), None)
         keys.add(finding.id if detail is None else f"{finding.id} {detail}")
     return keys
@@ -111,9 +104,9 @@ def fleet_patterns(hosts: Sequence[HostRun]) -> list[FleetPattern]:
     by_key: dict[str, set[str]] = defaultdict(set)
     for run in collected:
         assert run.report is not None
-        for key in finding_keys(run.report):
+        for key in finding_keys(run.report.findings):
             by_key[key].add(run.name)
-    facts = {run.name: {name: read(run) for name, (read, _) in FACTS.items()} for run in collected}
+    facts = {run.name: {name: _read(run, name) for name in FACTS} for run in collected}
     patterns = []
     for key, names in by_key.items():
         if len(names) < MIN_HOSTS:
@@ -139,7 +132,7 @@ def _shared_facts(
     names: list[str], others: list[str], facts: dict[str, dict[str, set[str] | None]]
 ) -> list[SharedFact]:
     found = []
-    for fact, (_, verb) in FACTS.items():
+    for fact, verb in FACTS.items():
         read_with = [facts[name][fact] for name in names if facts[name][fact] is not None]
         read_others = [facts[name][fact] for name in others if facts[name][fact] is not None]
         if len(read_with) < MIN_HOSTS:

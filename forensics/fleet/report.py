@@ -1,5 +1,13 @@
 """``FleetReport``: one sweep over many hosts; what ``sweep --format json`` prints and what the
-fleet templates render."""
+fleet templates render.
+
+Per host it keeps the outcome, the timings, the findings (as history tracks them), the
+headline, what could not be checked, the few facts fleet-wide patterns compare, and the
+path of the host's bundle. Every fact, every finding's explanation, evidence and next
+steps, the timeline and the sections are in that bundle (its ``report.json``, or
+``forensics report BUNDLE``), not here: a fleet report stays small however much each host
+says (``forensics.fleet.summary``).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +15,15 @@ import enum
 from collections import Counter
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from forensics.core.models import CollectStatus, Severity
-from forensics.core.redaction import redact
-from forensics.fleet.fingerprint import Changes
-from forensics.judge.host_report import HostReport
+from forensics.core.redaction import redact, redact_value
+from forensics.fleet.fingerprint import Changes, TrackedFinding
+from forensics.judge.host_report import Unchecked
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: each host's ``report`` is a ``HostSummary`` (1 embedded the whole ``HostReport``)."""
 NOT_COLLECTED = "not_collected"
 STANDING_RANKS = {"critical": 4, NOT_COLLECTED: 3, "warning": 2, "info": 1, "clean": 0}
 """A host that could not be collected sorts below a critical one and above a warning: its
@@ -43,6 +52,46 @@ class HostStatus(enum.StrEnum):
         return self in (HostStatus.ok, HostStatus.partial)
 
 
+class HostSummary(BaseModel):
+    """What the fleet report keeps of one host's report; the rest is in its bundle."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    headline: str = Field(description="The host report's one-sentence verdict.")
+    findings: list[TrackedFinding] = Field(
+        default_factory=list,
+        description="Worst first, one per fingerprint; with explanation, evidence and next "
+        "steps in the bundle's report.json.",
+    )
+    unchecked: list[Unchecked] = Field(
+        default_factory=list,
+        description="What could not be checked: incomplete sections, probes that read nothing.",
+    )
+    complete_sections: list[str] = Field(
+        default_factory=list,
+        description="Sections that came back whole: a finding missing from them is resolved.",
+    )
+    traits: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="The facts fleet-wide patterns compare (driver, gpu_model, kernel, os, "
+        "container), by name; a fact the host could not read is absent.",
+    )
+
+    @model_validator(mode="after")
+    def _host_text_redacted(self) -> HostSummary:
+        """Redacted however it was made (from a judged report, or a fleet.json read back)."""
+        for name in ("headline", "findings", "unchecked", "traits"):
+            current = getattr(self, name)
+            cleaned = redact_value(current)
+            if cleaned is not current:
+                setattr(self, name, cleaned)
+        return self
+
+    @property
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
+
+
 class HostRun(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -54,9 +103,12 @@ class HostRun(BaseModel):
     reason: str | None = Field(default=None, description="Why not ok, in one line.")
     started: datetime | None = None
     finished: datetime | None = None
-    bundle: str | None = None
-    report: HostReport | None = Field(
-        default=None, description="None when the host was not reached or not started."
+    bundle: str | None = Field(
+        default=None,
+        description="The host's bundle: raw evidence, manifest and the full report.json.",
+    )
+    report: HostSummary | None = Field(
+        default=None, description="None when nothing was collected from the host."
     )
     changes: Changes | None = Field(
         default=None, description="Since this host's previous run; None when not collected."
@@ -92,7 +144,9 @@ class FindingCount(BaseModel):
     id: str
     severity: Severity = Field(description="The worst severity seen for this id.")
     hosts: int = Field(description="How many hosts have it.")
-    total: int = Field(description="How many findings with this id, all hosts together.")
+    total: int = Field(
+        description="How many distinct findings (fingerprints) with this id, all hosts together."
+    )
 
 
 class SharedFact(BaseModel):

@@ -32,7 +32,7 @@ from typing import Protocol
 from forensics import __version__
 from forensics.collect import collect
 from forensics.core.errors import CollectionError, ForensicsError, OutputUnwritable
-from forensics.fleet.fingerprint import compare, fully_read_sections, track
+from forensics.fleet.fingerprint import compare
 from forensics.fleet.inventory import ResolvedHost
 from forensics.fleet.patterns import fleet_patterns
 from forensics.fleet.report import (
@@ -43,7 +43,7 @@ from forensics.fleet.report import (
     host_order,
 )
 from forensics.fleet.store import HistoryStore
-from forensics.judge.host_report import HostReport
+from forensics.fleet.summary import summarise
 from forensics.remote.bundle import STAGING_PREFIX, CommitGate
 
 FLEET_REPORT = "fleet.json"
@@ -214,13 +214,13 @@ class Sweep:
         return flight
 
     def _finish(self, row: HostRun, sweep_id: str, rows: dict[str, HostRun]) -> None:
-        tracked = track(row.report.findings, row.name) if row.report is not None else []
+        tracked = row.report.findings if row.report is not None else []
         if row.status.collected and row.report is not None:
             previous = self.history.previous(row.name) if self.history is not None else None
             changes = compare(
                 previous.findings if previous is not None else None,
                 tracked,
-                fully_read_sections(row.report.sections),
+                set(row.report.complete_sections),
                 complete=row.status is HostStatus.ok,
             )
             if previous is not None:
@@ -234,7 +234,8 @@ class Sweep:
 
 
 def collect_host(host: ResolvedHost, out: Path, gate: CommitGate | None = None) -> HostRun:
-    """Collect one host; every way it can fail becomes its row, never an exception."""
+    """Collect one host; every way it can fail becomes its row, never an exception. The
+    row keeps the report's summary: the whole report is in the bundle, written once."""
     started = datetime.now(UTC)
     common = {
         "name": host.name,
@@ -245,23 +246,13 @@ def collect_host(host: ResolvedHost, out: Path, gate: CommitGate | None = None) 
     try:
         report = collect(host.target, host.options, out, gate)
     except CollectionError as error:
-        finished = datetime.now(UTC)
-        failed = HostReport(
-            tool_version=__version__,
-            target=host.target,
-            status=error.status,
-            status_reason=error.message,
-            started=started,
-            finished=finished,
-        )
         return HostRun(
             **common,
             status=HostStatus.of(error.status),
             reason=error.message,
             started=started,
-            finished=finished,
+            finished=datetime.now(UTC),
             bundle=error.bundle,
-            report=failed,
         )
     except ForensicsError as error:
         reason = error.message
@@ -275,7 +266,7 @@ def collect_host(host: ResolvedHost, out: Path, gate: CommitGate | None = None) 
             started=started,
             finished=report.finished,
             bundle=report.bundle,
-            report=report,
+            report=summarise(report, host.name),
         )
     return HostRun(
         **common,

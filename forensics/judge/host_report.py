@@ -21,6 +21,15 @@ from forensics.core.timeline_event import TimelineEvent
 SCHEMA_VERSION = 1
 
 
+class Unchecked(BaseModel):
+    """One thing a collection could not check, and why (``reports.unchecked``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    what: str = Field(description="'section NAME' or 'PROBE facts'.")
+    why: str
+
+
 class HostReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 from dataclasses import dataclass, field
@@ -127,7 +128,10 @@ def host_names(hostname: str, port: int, alias: str | None = None) -> list[str]:
     return [hostname if port == 22 else f"[{hostname}]:{port}"]
 
 
-def _lines(text: str, path: str) -> list[KnownHostLine]:
+@functools.lru_cache(maxsize=8)
+def _lines(text: str, path: str) -> tuple[KnownHostLine, ...]:
+    """The usable lines of one file's text. Every host of a sweep reads the same file:
+    parsed once per content, not once per host (a fleet's file has a line per host)."""
     found = []
     for number, raw in enumerate(text.splitlines(), start=1):
         words = raw.split()
@@ -149,7 +153,7 @@ def _lines(text: str, path: str) -> list[KnownHostLine]:
                 key=words[2],
             )
         )
-    return found
+    return tuple(found)
 
 
 def _hashed_matches(entry: str, name: str) -> bool:

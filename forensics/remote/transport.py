@@ -68,6 +68,15 @@ STOP_GRACE_S = 1.0
 SUDO = ("sudo", "-n")
 
 
+class _QuietTransport(paramiko.Transport):
+    """paramiko's transport, waking once a second instead of ten times while the host is
+    quiet: its thread polls its socket with this timeout only to notice a close, a
+    keepalive or a handshake deadline (each still noticed within a second), and a sweep
+    of 64 hosts that each sit through a 2 s process snapshot paid ~0.3 s of CPU for it."""
+
+    _active_check_timeout = 1.0
+
+
 @dataclass
 class RunOutcome:
     """What one run of the script gave back, however it ended; never more than the caps."""
@@ -364,6 +373,7 @@ def _connection_for(
         connect_kwargs={
             "banner_timeout": timeout,
             "auth_timeout": timeout,
+            "transport_factory": _QuietTransport,
             **_credentials(settings, target),
         },
     )
