@@ -17,7 +17,8 @@ echo "nonce $u"
 # go first: shell arithmetic reads "08" as octal.
 _cs() {
   c=${1%%.*}; f=${1#"$c"}; f=${f#.}00; f=${f%"${f#??}"}
-  case $c$f in '' | *[!0-9]*) c=; return ;; esac
+  case $c in '' | *[!0-9]*) c=; return ;; esac
+  case $f in *[!0-9]*) c=; return ;; esac
   c=${c#"${c%%[!0]*}"}; f=${f#0}
   c=$((${c:-0} * 100 + f))
 }
