@@ -57,10 +57,20 @@ def test_a_default_collection_opens_and_closes_with_the_process_snapshots() -> N
     assert len(names) > 3, "other probes run between the snapshots"
 
 
-def test_asked_alone_the_probe_keeps_both_snapshots_in_one_section() -> None:
+def test_asked_alone_the_probe_keeps_both_snapshots_in_one_section(tmp_path: Path) -> None:
     specs = sections(CollectOptions(probes=("processes",), snapshot_gap=2))
     assert [(spec.name, spec.place) for spec in specs] == [(SECTION, "in_order")]
-    assert "snapshot 1" in specs[0].shell and "snapshot 2" in specs[0].shell
+    collected = run_cli(
+        "collect", "local", "--probe", "processes", "--snapshot-gap", "0.3", "--out",
+        str(tmp_path), "--format", "json", "--fail-on", "never",
+    )  # fmt: skip
+    assert collected.exit_code == 0, collected.stderr
+    report = json.loads(collected.stdout)
+    assert [section["name"] for section in report["sections"]] == [SECTION]
+    facts = report["facts"]["processes"]
+    assert facts["second_snapshot_section"] == SECTION
+    assert facts["second_snapshot_uptime_s"] - facts["first_snapshot_uptime_s"] >= 0.3
+    assert any(p["second_state"] for p in facts["processes"])
 
 
 @pytest.mark.parametrize(
