@@ -12,8 +12,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DAEMON = """
@@ -60,14 +61,42 @@ while True:
 
 @dataclass
 class Armed:
-    """A running ``forensics arm``; ``finish`` waits for it and returns what it said."""
+    """A running ``forensics arm``: ``wait_for`` reads its stderr as it comes, ``finish``
+    waits for it and returns what it said."""
 
     process: subprocess.Popen[str]
     started: float
+    said: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
+
+    def __post_init__(self) -> None:
+        self.reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self.reader.start()
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.said.append(line)
+
+    def wait_for(self, *texts: str, timeout: float = 60) -> None:
+        """Until every one of TEXTS appeared on stderr (the recorder says "HOST: armed"
+        once its first samples are in), or fail naming what it said."""
+        assert self.reader is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            reading = self.reader.is_alive()  # read before the lines: none come after it ends
+            if all(any(text in line for line in self.said) for text in texts):
+                return
+            assert reading, "forensics arm ended first: " + "".join(self.said)
+            assert time.monotonic() < deadline, f"never said {texts}: " + "".join(self.said)
+            time.sleep(0.05)
 
     def finish(self, timeout: float = 60) -> tuple[int, str, str]:
-        out, err = self.process.communicate(timeout=timeout)
-        return self.process.returncode, out, err
+        assert self.process.stdout is not None and self.reader is not None
+        out = self.process.stdout.read()
+        self.process.wait(timeout)
+        self.reader.join(timeout)
+        return self.process.returncode, out, "".join(self.said)
 
     def stop(self, number: int = signal.SIGINT) -> None:
         if self.process.poll() is None:

@@ -64,7 +64,7 @@ def test_a_daemon_that_exits_42_is_caught_from_its_zombie_with_its_rss_ramp(
         *sshd.target_args(), "--focus", f"^{name}$", "--out", str(tmp_path / "out"),
         "--format", "json", "--snapshot-gap", "0", "--for", "90s",
     )  # fmt: skip
-    wait_armed()
+    armed.wait_for(": armed")
     go.touch()
     status, out, err = armed.finish()
     assert daemon.stdout is not None
@@ -110,7 +110,7 @@ def test_a_real_memcg_oom_kill_fires_the_oom_event_with_the_usage_reaching_the_l
         *sshd.target_args(), "--focus", f"^{name}$", "--on", "oom", "--every", "250ms", "--out",
         str(tmp_path / "out"), "--format", "json", "--snapshot-gap", "0", "--for", "90s",
     )  # fmt: skip
-    wait_armed()
+    armed.wait_for(": armed")
     go.touch()
     status, out, err = armed.finish()
     assert status == 1, err
@@ -146,7 +146,7 @@ def test_a_zl_zombie_fires_and_the_report_says_it_has_not_finished_dying(
     )  # fmt: skip
     waiter = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
     # Start it after the recorder: the zombie appears while it watches (new-focus off).
-    wait_armed(2)
+    armed.wait_for(": armed")
     reaped.append(subprocess.Popen([sys.executable, "-c", waiter + code]))
     wait_armed(2)
     go.touch()
@@ -175,12 +175,13 @@ def test_a_cut_connection_is_retried_and_the_gap_is_reported(
         *server.target_args(), "--focus", marker, "--on", "exit", "--out",
         str(tmp_path / "out"), "--format", "json", "--snapshot-gap", "0", "--for", "90s",
     )  # fmt: skip
-    wait_armed()
+    armed.wait_for(": armed")
     sessions = _sshd_children(server)
     assert sessions, "the recorder's session should be open"
     for pid in sessions:
         os.kill(pid, signal.SIGKILL)
-    wait_armed(4)  # backoff, reconnect, first samples again
+    armed.wait_for("connection back after")
+    wait_armed(1)  # the first samples after reconnecting
     sleeper.kill()
     sleeper.wait()
     status, out, err = armed.finish()
@@ -239,9 +240,9 @@ def test_an_inventory_arms_every_host_and_only_the_one_that_fired_writes_a_bundl
         inventory = made.write_inventory(tmp_path / "inventory.yaml")
         armed = arm(
             "--inventory", str(inventory), "--on", "exit", "--out", str(tmp_path / "out"),
-            "--format", "json", "--snapshot-gap", "0", "--for", "12s",
+            "--format", "json", "--snapshot-gap", "0", "--for", "20s",
         )  # fmt: skip
-        wait_armed(5)
+        armed.wait_for("alpha: armed", "bravo: armed")
         reaped[0].kill()
         reaped[0].wait()
         status, out, err = armed.finish()
@@ -263,7 +264,7 @@ def test_keep_armed_fires_again_when_the_focus_process_restarts(
         "--out", str(tmp_path / "out"), "--snapshot-gap", "0", "--probe", "processes",
         "--for", "12s", "--format", "json",
     )  # fmt: skip
-    wait_armed(3)
+    armed.wait_for(": armed")
     reaped[0].kill()
     reaped[0].wait()
     reaped.append(subprocess.Popen(argv))  # the supervisor restarts it

@@ -185,7 +185,9 @@ def _arm_one(target: Target, settings: ArmSettings, format: Format) -> bool:
         sys.stdout.flush()
 
     say(f"{target.name}: arming ({_describe(settings)})")
-    recorder = Recorder(target, settings, say, on_fired=fired, on_status=lambda text: None)
+    recorder = Recorder(
+        target, settings, say, on_fired=fired, on_status=lambda text: say(f"{target.name}: {text}")
+    )
     outcome = recorder.run()
     if not outcome.fired:
         say(f"{target.name}: --for ended; nothing fired")
@@ -221,6 +223,9 @@ def _arm_many(hosts: list[tuple[Target, ArmSettings]], format: Format) -> bool:
         def set_status(text: str) -> None:
             with lock:
                 status[target.name] = one_line(text, 120)
+            if not console.is_terminal:
+                # No live table in a log or a pipe: each change is a line of its own.
+                say(f"{target.name}: {text}")
 
         def fired(event: Fired) -> None:
             fired_any.set()
@@ -233,7 +238,8 @@ def _arm_many(hosts: list[tuple[Target, ArmSettings]], format: Format) -> bool:
 
         try:
             Recorder(target, settings, say, fired, set_status, stop=stop).run()
-            set_status(status[target.name] if fired_any.is_set() else "--for ended; nothing fired")
+            if not fired_any.is_set():
+                set_status("--for ended; nothing fired")
         except ForensicsError as error:
             set_status(f"not armed: {error.message}")
             say(f"{target.name}: {error.message}")

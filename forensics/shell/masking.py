@@ -767,19 +767,15 @@ class _Walker:
 
     def read_late_in_branch(self, unit: AndOr, marker: _Marker, line: int) -> MaskingIssue:
         """`make; if [ $? -ne 0 ]; then echo failed; exit $?; fi`: the `exit` reads echo's 0."""
-        meant = _meant(marker)
-        shown = f"`{_text(meant.pipelines)}` (line {meant.line})" if meant else "the command"
-        fix_line = meant.line if meant else marker.line
-        rest = _replace_status(self.line_text(line), "rc")
-        return self.issue(
-            "status_read_late",
+        return self._read_after_meant(
+            marker,
             line,
-            [fix_line, unit.line],
-            f"`$?` here is the status of `{_text(unit.pipelines)}` (line {unit.line}), not of "
-            f"{shown}: every command run in the branch, `echo` included, replaces `$?`.",
-            f'rc=$?   # directly after line {fix_line}, then test "$rc"'
-            + (f"\n{rest}" if rest else ""),
-            source=meant.first if meant else None,
+            unit.line,
+            lambda shown: (
+                f"`$?` here is the status of `{_text(unit.pipelines)}` (line "
+                f"{unit.line}), not of {shown}: every command run in the branch, `echo` included, "
+                "replaces `$?`."
+            ),
         )
 
     def read_after_test(self, marker: _Marker, line: int) -> MaskingIssue | None:
@@ -787,17 +783,31 @@ class _Walker:
         condition = marker.condition
         if marker.kind not in ("branch", "else") or condition is None or not _is_test(condition):
             return None
-        meant = _meant(marker)
         value = "0" if marker.kind == "branch" else "1"
+        return self._read_after_meant(
+            marker,
+            line,
+            condition.line,
+            lambda shown: (
+                f"`$?` here is the status of the test `{_text(condition.pipelines)}` "
+                f"(line {condition.line}), {value} in this branch, not of {shown}."
+            ),
+        )
+
+    def _read_after_meant(
+        self, marker: _Marker, line: int, overwriter: int, why: Callable[[str], str]
+    ) -> MaskingIssue:
+        """A `$?` on LINE meant for the command before MARKER (``_meant``), which the
+        command on line OVERWRITER replaced; WHY words it given how that command is shown."""
+        meant = _meant(marker)
         shown = f"`{_text(meant.pipelines)}` (line {meant.line})" if meant else "the command"
         fix_line = meant.line if meant else marker.line
         rest = _replace_status(self.line_text(line), "rc")
         return self.issue(
             "status_read_late",
             line,
-            [fix_line, condition.line],
-            f"`$?` here is the status of the test `{_text(condition.pipelines)}` (line "
-            f"{condition.line}), {value} in this branch, not of {shown}.",
+            [fix_line, overwriter],
+            why(shown),
             f'rc=$?   # directly after line {fix_line}, then test "$rc"'
             + (f"\n{rest}" if rest else ""),
             source=meant.first if meant else None,
