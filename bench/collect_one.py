@@ -2,7 +2,9 @@
 
 Prints, over several runs (median and min):
 - `forensics collect` as a user runs it (the CLI, Python start-up included),
-- the collection in-process (`forensics.collect.collect`, no interpreter start-up),
+- the collection in-process (`forensics.collect.collect`, no interpreter start-up), its
+  wall time and the process-snapshot gap the host recorded (the default 2 s is asked;
+  the other sections run inside it),
 - OpenSSH's own `ssh host sh -s < script` with the very same script,
 and the ratios; then the cost of the script on the target: how many processes it
 spawned (counted in a private PID namespace) and the CPU time they used, in all and per
@@ -106,8 +108,16 @@ def main() -> None:
                   f" probes: {', '.join(p.name for p in PROBES)}")  # fmt: skip
             cli_time = show("forensics collect (CLI)", timed(runs, lambda: subprocess.run(
                 cli, capture_output=True, check=True)))  # fmt: skip
-            inproc = show("forensics collect (in-process)", timed(runs, lambda: collect(
-                target, options, root / "out")))  # fmt: skip
+            gaps: list[float] = []
+
+            def collect_once() -> None:
+                facts = collect(target, options, root / "out").facts.processes
+                gaps.append(facts.gap_s if facts and facts.gap_s is not None else float("nan"))
+
+            inproc = show("forensics collect (in-process), wall", timed(runs, collect_once))
+            gap = statistics.median(gaps)
+            print(f"  process-snapshot gap recorded          median {gap:8.2f} s"
+                  f"   (asked {options.snapshot_gap:g} s)")  # fmt: skip
             cpu = client_cpu(runs, lambda: collect(target, options, root / "out"))
             print(f"  client CPU per collection (in-process)  median {cpu * 1000:8.1f} ms")
             openssh = show("ssh host sh -s < script (OpenSSH)", timed(runs, lambda: subprocess.run(
