@@ -37,7 +37,6 @@ from forensics.core.units import describe_duration, gib
 SECTION = "recorder"
 RECORDER_EVENT = "recorder_event"
 RECORDER_GAP = "recorder_gap"
-EVENT_KINDS = ("exit", "zombie", "oom", "stuck", "memory", "new-focus")
 # RSS growth before an exit worth naming in the finding.
 RSS_GROWTH_WORTH_SAYING_KB = 64 * 1024
 EXCERPT_CHARS = 300

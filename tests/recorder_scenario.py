@@ -103,15 +103,15 @@ class Armed:
             self.process.send_signal(number)
 
 
-def arm(*args: str, cwd: Path | None = None) -> Armed:
-    """Start ``forensics arm ARGS`` as a child process."""
+def arm(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Armed:
+    """Start ``forensics arm ARGS`` as a child process (``env`` added to this one's)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "forensics", "arm", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
-        env=dict(os.environ),
+        env={**os.environ, **(env or {})},
         cwd=cwd,
     )
     return Armed(process, time.monotonic())

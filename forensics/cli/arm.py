@@ -12,47 +12,44 @@ import dataclasses
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
+from forensics.cli.collect import _probe_names
 from forensics.cli.messages import say
 from forensics.cli.options import Given, declared_options, read_duration
+from forensics.cli.ticket_options import TicketDryRun, chosen_tickets
 from forensics.cli.watch import TargetArgument
 from forensics.core.errors import ForensicsError, Interrupted, UsageError
-from forensics.core.escaping import one_line
 from forensics.core.exit_status import ExitStatus
-from forensics.core.focus import focus_problem
 from forensics.core.models import CollectOptions, SshOptions, Target
-from forensics.core.targets import parse_target
-from forensics.core.units import describe_duration
-from forensics.fleet.inventory import load_inventory
-from forensics.probes import PROBES
-from forensics.probes.recorder import EVENT_KINDS
-from forensics.remote import bundle
-from forensics.reports import Format, render_host
-from forensics.watch.condition import parse_condition
-from forensics.watch.recorder import ArmSettings, Fired, Recorder
+from forensics.core.report_format import Format
+from forensics.core.ticket_settings import TicketSettings
+from forensics.watch.event_kinds import EVENT_KINDS
+
+if TYPE_CHECKING:
+    # The recorder, SSH, the probes, the reports and rich load when the command runs,
+    # not for --help.
+    from rich.table import Table
+
+    from forensics.tickets.fired import FiredTickets
+    from forensics.watch.recorder import ArmSettings, Fired
+
+# Told of each bundle as it is written, after it is printed (the tickets).
+OnFired = Callable[[Target, "Fired"], None]
 
 MIN_EVERY_S = 0.1
-
-
-def _probe_names() -> str:
-    return ", ".join(p.name for p in PROBES if not p.client_sections)
 
 
 class Terminated(Interrupted):
     exit_code = ExitStatus.terminated
 
 
-@declared_options(SshOptions)
+@declared_options(SshOptions, TicketSettings)
 def arm_command(
     target: TargetArgument = "local",
     focus: Annotated[
@@ -93,11 +90,14 @@ def arm_command(
     timeout: Annotated[float, typer.Option(help="Deadline in seconds for a collection.")] = 120.0,
     probe: Annotated[
         list[str] | None,
-        typer.Option(help="Collect only this probe (repeatable): " + _probe_names() + "."),
+        typer.Option(
+            help="Collect only this probe (repeatable): " + ", ".join(_probe_names()) + "."
+        ),
     ] = None,
     snapshot_gap: Annotated[
         float, typer.Option(help="Seconds between the collection's two process snapshots.")
     ] = 2.0,
+    ticket_dry_run: TicketDryRun = False,
     *,
     given: Given,
 ) -> None:
@@ -113,9 +113,27 @@ def arm_command(
 
       forensics arm --inventory inventory.yaml --group provers --focus cuzk --keep-armed --for 7d
 
+      forensics arm gpu-a --focus cuzk --ticket-on critical --jira https://acme.atlassian.net \
+--jira-project OPS
+
+    With --ticket-on and a tracker (else, with --inventory, each group's `tickets:`), each
+    bundle is filed as it is written: one ticket per host and finding at least that severe,
+    with the redacted pack and the events that fired; the same finding firing again is a
+    comment on its ticket (docs/TICKETS.md).
+
     Exit status: 0 --for ended and nothing fired; 1 it fired (a bundle was written); 2 usage
-    error; 3 could not connect at the start; 130/143 stopped by SIGINT/SIGTERM.
+    error (a missing tracker token included); 3 could not connect at the start; 4 it fired
+    and the bundle was written, but a ticket could not be filed (one line on stderr names
+    the host and the tracker); 130/143 stopped by SIGINT/SIGTERM.
     """
+    from forensics.core.focus import focus_problem
+    from forensics.core.targets import parse_target
+    from forensics.fleet.inventory import load_inventory
+    from forensics.probes import PROBES
+    from forensics.remote import bundle
+    from forensics.watch.condition import parse_condition
+    from forensics.watch.recorder import ArmSettings
+
     every_s = read_duration("--every", every)
     if every_s < MIN_EVERY_S:
         raise UsageError(f"--every must be at least {MIN_EVERY_S:g}s")
@@ -143,25 +161,64 @@ def arm_command(
         keep_armed=keep_armed,
         timeout_s=timeout,
     )
+    command_line_tickets = chosen_tickets(given)
+    history: str | None = None
     if inventory is not None:
+        loaded = load_inventory(inventory)
+        history = loaded.history
         hosts = [
-            (host.target, host.options)
-            for host in load_inventory(inventory).select(group or (), limit or ())
+            (host.target, host.options, command_line_tickets or host.tickets)
+            for host in loaded.select(group or (), limit or ())
         ]
     else:
         parsed = parse_target(target, given.read(SshOptions))
-        hosts = [(parsed, CollectOptions())]
+        hosts = [(parsed, CollectOptions(), command_line_tickets)]
+    ticketed = {host.name: chosen for host, _, chosen in hosts if chosen is not None}
     wanted = {"focus": focus, "probes": tuple(probe or ()), "snapshot_gap": snapshot_gap}
-    settings = [(host, _for_host(armed, options, wanted)) for host, options in hosts]
+    settings = [(host, _for_host(armed, options, wanted)) for host, options, _ in hosts]
     for host, chosen in settings:
         if chosen.options.focus is None and kinds & {"exit", "zombie", "stuck", "new-focus"}:
             raise UsageError(
                 f"{host.name}: --focus is needed to watch a process (or --on oom / memory only)"
             )
     bundle.check_out(out, room=16 << 20)
+    tickets = _tickets(ticketed, history, out, ticket_dry_run)
+
+    def file(target: Target, event: Fired) -> None:
+        if tickets is not None and target.name in ticketed:
+            tickets.submit(target.name, ticketed[target.name], event.report)
+
     with _signals():
-        fired = _arm_one(*settings[0], format) if inventory is None else _arm_many(settings, format)
+        try:
+            fired = (
+                _arm_one(*settings[0], format, file)
+                if inventory is None
+                else _arm_many(settings, format, file)
+            )
+            if tickets is not None:
+                tickets.finish()
+        except Interrupted:
+            if tickets is not None:
+                tickets.abandon()
+            raise
+    if tickets is not None and tickets.failed:
+        raise typer.Exit(ExitStatus.tracker_refused)
     raise typer.Exit(ExitStatus.findings if fired else ExitStatus.ok)
+
+
+def _tickets(
+    ticketed: dict[str, TicketSettings], history: str | None, out: Path, dry_run: bool
+) -> FiredTickets | None:
+    """The ticket filer when any host has a tracker: its tokens checked and the history
+    (where tickets are remembered, as a sweep's are) opened before anything is armed."""
+    if not ticketed:
+        return None
+    from forensics.fleet.history_location import history_location
+    from forensics.tickets.fired import FiredTickets
+
+    tickets = FiredTickets(history_location(None, history, out), say, dry_run=dry_run)
+    tickets.start(set(ticketed.values()))
+    return tickets
 
 
 def _for_host(armed: ArmSettings, options: CollectOptions, wanted: dict[str, Any]) -> ArmSettings:
@@ -178,11 +235,15 @@ def _for_host(armed: ArmSettings, options: CollectOptions, wanted: dict[str, Any
     return dataclasses.replace(armed, options=chosen)
 
 
-def _arm_one(target: Target, settings: ArmSettings, format: Format) -> bool:
+def _arm_one(target: Target, settings: ArmSettings, format: Format, also: OnFired) -> bool:
+    from forensics.reports import render_host
+    from forensics.watch.recorder import Recorder
+
     def fired(event: Fired) -> None:
         _announce(target, event)
         sys.stdout.write(render_host(event.report, format).rstrip("\n") + "\n")
         sys.stdout.flush()
+        also(target, event)
 
     say(f"{target.name}: arming ({_describe(settings)})")
     recorder = Recorder(
@@ -195,11 +256,15 @@ def _arm_one(target: Target, settings: ArmSettings, format: Format) -> bool:
 
 
 def _announce(target: Target, event: Fired) -> None:
+    from forensics.core.escaping import one_line
+
     what = "; ".join(one_line(f"{e.kind}: {e.detail}", 160) for e in event.events)
     say(f"{target.name}: fired ({what}); bundle in {event.latency_s:.2f}s: {event.report.bundle}")
 
 
 def _describe(settings: ArmSettings) -> str:
+    from forensics.core.units import describe_duration
+
     focus = settings.options.focus
     until = (
         f"for {describe_duration(settings.for_s, tenths=True)}"
@@ -212,7 +277,14 @@ def _describe(settings: ArmSettings) -> str:
     )
 
 
-def _arm_many(hosts: list[tuple[Target, ArmSettings]], format: Format) -> bool:
+def _arm_many(hosts: list[tuple[Target, ArmSettings]], format: Format, also: OnFired) -> bool:
+    from rich.console import Console
+    from rich.live import Live
+
+    from forensics.core.escaping import one_line
+    from forensics.reports import render_host
+    from forensics.watch.recorder import Recorder
+
     status = {target.name: "connecting" for target, _ in hosts}
     fired_any = threading.Event()
     stop = threading.Event()
@@ -235,6 +307,7 @@ def _arm_many(hosts: list[tuple[Target, ArmSettings]], format: Format) -> bool:
                 if format is Format.json:
                     sys.stdout.write(render_host(event.report, format).rstrip("\n") + "\n")
                 sys.stdout.flush()
+            also(target, event)
 
         try:
             Recorder(target, settings, say, fired, set_status, stop=stop).run()
@@ -266,6 +339,11 @@ def _arm_many(hosts: list[tuple[Target, ArmSettings]], format: Format) -> bool:
 
 
 def _table(status: dict[str, str], lock: threading.Lock) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    from forensics.core.escaping import one_line
+
     table = Table(box=None, show_header=False)
     with lock:
         for name, text in status.items():

@@ -44,6 +44,8 @@ class Given:
         try:
             return read_declared(model, values)
         except DeclaredProblem as problem:
+            if not problem.where:  # the model as a whole: a combination of options
+                raise UsageError(problem.problem) from problem
             name = str(problem.where[0])
             flag = self.flags.get(name, f"--{name.replace('_', '-')}")
             inner = [str(part) for part in problem.where[1:] if isinstance(part, str)]
@@ -57,7 +59,12 @@ def flag_of(name: str, info: FieldInfo) -> str:
     >>> from forensics.core.models import CollectOptions
     >>> [flag_of(n, f) for n, f in CollectOptions.model_fields.items()][:4]
     ['--timeout', '--probe', '--focus', '--log']
+    >>> from forensics.core.ticket_settings import TicketSettings
+    >>> flag_of("on", TicketSettings.model_fields["on"])
+    '--ticket-on'
     """
+    if (flag := _spelling(info).flag) is not None:
+        return flag
     spelled = name.replace("_", "-")
     return f"--{spelled[:-1]}" if _many(info) and spelled.endswith("s") else f"--{spelled}"
 
@@ -87,10 +94,11 @@ def declared_options(
             _parameter(name, info, (more_help or {}).get(name)) for name, info in declared.items()
         ]
         flags = {name: flag_of(name, info) for name, info in declared.items()}
+        parameters = {name: _parameter_name(name, info) for name, info in declared.items()}
 
         @functools.wraps(command)
         def run(**arguments: Any) -> None:
-            typed = {name: arguments.pop(name) for name in declared}
+            typed = {name: arguments.pop(parameters[name]) for name in declared}
             values = {
                 name: _value(flags[name], info, typed[name])
                 for name, info in declared.items()
@@ -120,8 +128,18 @@ def _parameter(name: str, info: FieldInfo, more_help: str | None) -> inspect.Par
         kind, default = (list[str] | None) if _many(info) else (str | None), None
         option = typer.Option(*names, help=help_text, metavar=spelling.metavar or _metavar(info))
     return inspect.Parameter(
-        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, option]
+        _parameter_name(name, info),
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[kind, option],
     )
+
+
+def _parameter_name(name: str, info: FieldInfo) -> str:
+    """The command's parameter: the field's name, or its own flag's (``--ticket-on`` is
+    ``ticket_on``, apart from a command's own ``--on``)."""
+    flag = _spelling(info).flag
+    return flag.removeprefix("--").replace("-", "_") if flag is not None else name
 
 
 def _value(flag: str, info: FieldInfo, typed: Any) -> Any:

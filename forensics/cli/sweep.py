@@ -16,12 +16,13 @@ from rich.console import Console
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.messages import say, warn
 from forensics.cli.options import Given, declared_options, read_duration
-from forensics.cli.ticket import settings_from_options
+from forensics.cli.ticket_options import TicketDryRun, chosen_tickets
 from forensics.collect import room_needed
 from forensics.core.errors import UsageError
 from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import CollectOptions, Severity, SshOptions
+from forensics.core.ticket_settings import TicketSettings
 from forensics.fleet.history_location import history_location, is_postgres, open_history
 from forensics.fleet.inventory import load_inventory
 from forensics.fleet.lock import SweepLock
@@ -77,7 +78,8 @@ def exit_status(
 @declared_options(
     SshOptions,
     CollectOptions,
-    only=("connect_timeout", "timeout"),
+    TicketSettings,
+    only=("connect_timeout", "timeout", *TicketSettings.model_fields),
     more_help={
         "connect_timeout": "Overrides the inventory's.",
         "timeout": "Per host; overrides the inventory's.",
@@ -163,23 +165,7 @@ def sweep_command(
     metrics_address: Annotated[
         str, typer.Option(help="Address --metrics-port listens on.")
     ] = DEFAULT_ADDRESS,
-    ticket_on: Annotated[
-        str | None,
-        typer.Option(
-            help="Open a ticket per host and new finding at least this severe (warning, "
-            "critical) at --github, --gitlab or --jira; default: the inventory's `tickets:`."
-        ),
-    ] = None,
-    github: Annotated[str | None, typer.Option(help="Tickets: OWNER/REPO.")] = None,
-    gitlab: Annotated[str | None, typer.Option(help="Tickets: GitLab project.")] = None,
-    jira: Annotated[str | None, typer.Option(help="Tickets: Jira URL.")] = None,
-    jira_project: Annotated[str | None, typer.Option(help="Tickets: Jira project key.")] = None,
-    jira_api: Annotated[str | None, typer.Option(help="Tickets: Jira REST API 2 or 3.")] = None,
-    api_url: Annotated[str | None, typer.Option(help="Tickets: GitHub/GitLab API URL.")] = None,
-    label: Annotated[list[str] | None, typer.Option(help="Tickets: label (repeatable).")] = None,
-    ticket_dry_run: Annotated[
-        bool, typer.Option(help="Print the ticket requests instead of sending them.")
-    ] = False,
+    ticket_dry_run: TicketDryRun = False,
     *,
     given: Given,
 ) -> None:
@@ -225,20 +211,7 @@ def sweep_command(
         for host in loaded.select(group or (), limit or ())
         if chosen is None or chosen.holds(host.name)
     ]
-    ticket_settings = (
-        settings_from_options(
-            on=ticket_on,
-            github=github,
-            gitlab=gitlab,
-            jira=jira,
-            jira_project=jira_project,
-            jira_api=jira_api,
-            api_url=api_url,
-            labels=tuple(label or ()),
-        )
-        if ticket_on or github or gitlab or jira
-        else None
-    )
+    ticket_settings = chosen_tickets(given)
     bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
     metrics = SweepMetrics(str(chosen) if chosen else None)
     if metrics_port is not None:

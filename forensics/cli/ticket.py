@@ -4,69 +4,31 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from forensics.cli.messages import say
+from forensics.cli.options import Given, declared_options
 from forensics.core.errors import UsageError
-
-if TYPE_CHECKING:
-    # The models and the trackers load when a ticket is made, not for --help.
-    from forensics.core.ticket_settings import TicketSettings
+from forensics.core.ticket_settings import TicketSettings
 
 
-def settings_from_options(**options: object) -> TicketSettings:
-    """The options as ``TicketSettings``; a bad combination is one usage line."""
-    from pydantic import ValidationError
-
-    from forensics.core.ticket_settings import TicketSettings
-
-    try:
-        return TicketSettings.model_validate(
-            {name: value for name, value in options.items() if value not in (None, (), [])}
-        )
-    except ValidationError as error:
-        first = error.errors(include_input=False)[0]
-        where = ".".join(str(part) for part in first["loc"])
-        option = {"on": "ticket-on"}.get(where, where.replace("_", "-"))
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise UsageError(f"{('--' + option + ': ') if where else ''}{message}") from error
-
-
+@declared_options(
+    TicketSettings, only=[name for name in TicketSettings.model_fields if name != "on"]
+)
 def ticket_command(
     bundle: Annotated[
         Path, typer.Argument(metavar="BUNDLE", help="A bundle directory (packed first) or a pack.")
     ],
-    github: Annotated[str | None, typer.Option(help="OWNER/REPO (token: GITHUB_TOKEN).")] = None,
-    gitlab: Annotated[
-        str | None, typer.Option(help="Project id or GROUP/PROJECT (token: GITLAB_TOKEN).")
-    ] = None,
-    jira: Annotated[
-        str | None,
-        typer.Option(help="Jira URL (JIRA_PAT, or JIRA_USER and JIRA_TOKEN)."),
-    ] = None,
     issue: Annotated[
         str | None, typer.Option(help="Issue number (GitHub), IID (GitLab) or key (Jira).")
     ] = None,
     create: Annotated[
         bool, typer.Option("--create", help="Open a new issue titled by the headline instead.")
     ] = False,
-    label: Annotated[
-        list[str] | None, typer.Option(help="Label of a new issue (repeatable).")
-    ] = None,
-    api_url: Annotated[
-        str | None,
-        typer.Option(help="API base: GitHub Enterprise (https://HOST/api/v3) or GitLab (/api/v4)."),
-    ] = None,
     archive_url: Annotated[
         str | None, typer.Option(help="Where the pack can be fetched (GitHub cannot attach).")
-    ] = None,
-    jira_api: Annotated[
-        str | None, typer.Option(help="Jira REST API 2 (wiki) or 3 (ADF); default: ask the server.")
-    ] = None,
-    jira_project: Annotated[
-        str | None, typer.Option(help="Jira project key, for --create.")
     ] = None,
     output: Annotated[
         Path | None,
@@ -86,6 +48,8 @@ def ticket_command(
             "send nothing.",
         ),
     ] = False,
+    *,
+    given: Given,
 ) -> None:
     """Post the headline, the findings table, each finding's next steps and evidence, and
     the redacted pack to an issue (docs/TICKETS.md).
@@ -106,15 +70,7 @@ def ticket_command(
     from forensics.tickets.evidence import gather
     from forensics.tickets.trackers import make_tracker
 
-    settings = settings_from_options(
-        github=github,
-        gitlab=gitlab,
-        jira=jira,
-        api_url=api_url,
-        jira_api=jira_api,
-        jira_project=jira_project,
-        labels=tuple(label or ()),
-    )
+    settings = given.read(TicketSettings)
     if create == (issue is not None):
         raise UsageError("pass --issue to comment on an issue, or --create to open one (not both)")
     tracker = make_tracker(settings, dry_run=dry_run, for_new_issues=create)

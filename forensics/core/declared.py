@@ -28,11 +28,14 @@ Model = TypeVar("Model", bound=BaseModel)
 @dataclass(frozen=True)
 class CommandLine:
     """How a declared option is spelled on the command line besides ``--its-name`` (a
-    field that holds many values is a repeatable flag named in the singular)."""
+    field that holds many values is a repeatable flag named in the singular). ``flag``
+    replaces ``--its-name`` where the name alone would be ambiguous on a command line
+    (``tickets: {on: critical}`` in an inventory is ``--ticket-on critical``)."""
 
     metavar: str | None = None
     short: str | None = None
     old_spelling: str | None = None
+    flag: str | None = None
 
 
 def from_operator(info: ValidationInfo) -> bool:

@@ -25,7 +25,8 @@ class ExitStatus(enum.IntEnum):
     locked = 4
     """Another sweep holds the history's lock."""
     tracker_refused = 4
-    """``ticket``: the tracker refused the request or could not be reached."""
+    """``ticket``: the tracker refused the request or could not be reached; ``arm
+    --ticket-on``: it fired and wrote the bundle, but a ticket could not be filed."""
     internal_error = 70
     """A bug (sysexits' EX_SOFTWARE); the message asks for a report."""
     interrupted = 130

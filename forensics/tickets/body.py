@@ -16,6 +16,7 @@ from typing import Any
 
 from forensics.core.models import Finding
 from forensics.judge.host_report import HostReport
+from forensics.probes.recorder import Event
 from forensics.reports.escaping import (
     inert,
     jira_wiki_block,
@@ -123,6 +124,55 @@ def finding_document(
         blocks=[*whole.blocks[:4], *first[1:], *whole.blocks[4:]],
         cut_note=whole.cut_note,
     )
+
+
+def fired_document(
+    report: HostReport,
+    finding: Finding,
+    events: Sequence[Event],
+    archive: str,
+    links: Mapping[str, str | None],
+    again: bool = False,
+) -> Document:
+    """A ticket (or, ``again``, a comment on it) about one finding of a bundle that the
+    flight recorder (``forensics arm``) collected: the events that fired it, then the
+    finding, then the host's report.
+
+    >>> from datetime import datetime, UTC
+    >>> from forensics.core.models import Target
+    >>> report = HostReport(target=Target(name="gpu-a", host="gpu-a"),
+    ...     started=datetime(2026, 11, 29, 21, 0, 3, tzinfo=UTC),
+    ...     finished=datetime(2026, 11, 29, 21, 0, 4, tzinfo=UTC), status="ok", tool_version="1")
+    >>> finding = Finding(id="focus.exited", severity="critical", title="cuzk (4242) exited",
+    ...     explanation="x")
+    >>> event = Event(time=datetime(2026, 11, 29, 21, 0, 2, tzinfo=UTC), kind="zombie",
+    ...     pid=4242, name="cuzk", detail="state Z: exit status 42")
+    >>> print(markdown(fired_document(report, finding, [event], "b.tar.gz", {}), 2000))
+    ... # doctest: +ELLIPSIS
+    ### forensics: gpu-a
+    <BLANKLINE>
+    **Fired:** the flight recorder (forensics arm) collected this bundle the moment it saw:
+    <BLANKLINE>
+    - 21:00:02 UTC zombie cuzk (pid 4242): state Z: exit status 42
+    <BLANKLINE>
+    ...
+    """
+    whole = finding_document(report, finding, archive, links)
+    lead = text(
+        Span("Fired again: " if again else "Fired: ", strong=True),
+        "the flight recorder (forensics arm) collected this bundle the moment it saw:",
+    )
+    seen = Bullets(tuple((Span(_event_words(event)),) for event in events))
+    return Document(
+        title=whole.title,
+        blocks=[whole.blocks[0], lead, *([seen] if events else []), *whole.blocks[1:]],
+        cut_note=whole.cut_note,
+    )
+
+
+def _event_words(event: Event) -> str:
+    who = f" {event.name or '?'} (pid {event.pid})" if event.pid is not None else ""
+    return f"{event.time:%H:%M:%S} UTC {event.kind}{who}: {event.detail}"
 
 
 def resolved_document(host: str, finding_title: str, finding_id: str, sweep: str) -> Document:

@@ -5,14 +5,13 @@ inventory group's ``tickets:``) name a tracker: every finding at or above ``on``
 ticket at that tracker yet gets a new issue with the host's redacted pack (a finding whose
 ticket failed is tried again next sweep); a ticketed finding that the sweep saw resolved
 (its evidence read again in full) gets a comment, and one that comes back after that gets
-another. The history database remembers tickets by finding fingerprint and destination.
-Without a working history no ticket is opened: it could not be opened only once.
+another. The history database remembers tickets by finding fingerprint and destination
+(``tickets/filing.py``, shared with the flight recorder's tickets).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,10 +20,9 @@ from typing import TextIO
 from forensics.core.errors import ForensicsError
 from forensics.core.models import Finding
 from forensics.core.ticket_settings import TicketSettings
-from forensics.fleet.fingerprint import TrackedFinding, fingerprint
 from forensics.fleet.inventory import ResolvedHost
 from forensics.fleet.report import FleetReport, HostRun
-from forensics.fleet.store import HistoryStore, TicketRow
+from forensics.fleet.store import HistoryStore
 from forensics.tickets.body import (
     Document,
     finding_document,
@@ -32,10 +30,8 @@ from forensics.tickets.body import (
     resolved_document,
 )
 from forensics.tickets.evidence import Evidence, gather
-from forensics.tickets.tracker import Links, Message, Posted, Tracker
-from forensics.tickets.trackers import make_tracker
-
-Say = Callable[[str], None]
+from forensics.tickets.filing import Filing, Say, packed_finding, plain_message
+from forensics.tickets.tracker import Links, Message
 
 
 @dataclass
@@ -47,7 +43,10 @@ class SweepTickets:
     dry_run: bool = False
     out: TextIO | None = None
     environ: Mapping[str, str] | None = None
-    _trackers: dict[TicketSettings, Tracker] = field(default_factory=dict)
+    _filing: Filing = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._filing = Filing(self.history, self.say, self.dry_run, self.out, self.environ)
 
     def after(self, report: FleetReport) -> int:
         """Ticket what ``report`` found; the number of hosts whose tickets failed."""
@@ -57,10 +56,7 @@ class SweepTickets:
             settings = self.settings or (host.tickets if host is not None else None)
             if settings is None or row.report is None or row.changes is None:
                 continue
-            if not self.history.available:
-                self.say(
-                    f"{row.name}: no tickets: the history is off, so none could be opened once"
-                )
+            if not self._filing.usable(row.name):
                 continue
             try:
                 self._host(row, settings, report.sweep_id)
@@ -69,76 +65,33 @@ class SweepTickets:
                 failed += 1
         return failed
 
-    def _tracker(self, settings: TicketSettings) -> Tracker:
-        if settings not in self._trackers:
-            self._trackers[settings] = make_tracker(
-                settings,
-                dry_run=self.dry_run,
-                out=self.out,
-                environ=self.environ,
-                for_new_issues=True,
-            )
-        return self._trackers[settings]
-
     def _host(self, row: HostRun, settings: TicketSettings, sweep_id: str) -> None:
         assert row.changes is not None and row.report is not None
-        tracker = self._tracker(settings)
+        filing = self._filing
+        tracker = filing.tracker(settings)
         evidence: Evidence | None = None
         for tracked in [*row.changes.new, *row.changes.still]:
             if tracked.severity.rank < settings.on.rank:
                 continue
-            existing = self.history.ticket(tracked.fingerprint, tracker.destination)
+            existing = filing.known(tracker, tracked)
             if existing is not None:
                 if existing.resolved is not None and existing.issue:
                     document = reappeared_document(row.name, tracked.title, tracked.id, sweep_id)
-                    self._comment(tracker, existing.issue, document)
-                    self._remember(existing, resolved=None)
+                    filing.comment(tracker, existing.issue, plain_message(document))
+                    filing.remember(existing, resolved=None)
                 continue
             if row.bundle is None:
                 continue
             evidence = evidence or gather(Path(row.bundle), say=self.say)
-            finding = _packed_finding(evidence, tracked, row.name)
-            posted = tracker.open(_finding_message(evidence, finding), settings.labels)
-            self.say(posted.line())
-            if posted.key is not None and not self.dry_run:
-                self.history.record_ticket(
-                    TicketRow(
-                        fingerprint=tracked.fingerprint,
-                        destination=tracker.destination,
-                        host=row.name,
-                        finding_id=tracked.id,
-                        issue=posted.key,
-                        url=posted.url,
-                        opened=datetime.now(UTC),
-                    )
-                )
+            finding = packed_finding(evidence, tracked, row.name)
+            filing.open(tracker, settings, row.name, tracked, _finding_message(evidence, finding))
         for tracked in row.changes.resolved:
-            existing = self.history.ticket(tracked.fingerprint, tracker.destination)
+            existing = filing.known(tracker, tracked)
             if existing is None or existing.resolved is not None:
                 continue
             document = resolved_document(row.name, tracked.title, tracked.id, sweep_id)
-            self._comment(tracker, existing.issue, document)
-            self._remember(existing, resolved=datetime.now(UTC))
-
-    def _comment(self, tracker: Tracker, issue: str, document: Document) -> None:
-        posted: Posted = tracker.comment(issue, Message(lambda links: document))
-        self.say(posted.line())
-
-    def _remember(self, ticket: TicketRow, resolved: datetime | None) -> None:
-        if not self.dry_run:
-            self.history.record_ticket(dataclasses.replace(ticket, resolved=resolved))
-
-
-def _packed_finding(evidence: Evidence, tracked: TrackedFinding, host: str) -> Finding:
-    """The finding as packed (redacted), matched by fingerprint, else by id."""
-    packed = evidence.report.findings
-    for finding in packed:
-        if fingerprint(finding, host) == tracked.fingerprint:
-            return finding
-    same = [f for f in packed if f.id == tracked.id]
-    if not same:
-        raise ForensicsError(f"{evidence.archive}: the pack has no {tracked.id} finding to ticket")
-    return same[0]
+            filing.comment(tracker, existing.issue, plain_message(document))
+            filing.remember(existing, resolved=datetime.now(UTC))
 
 
 def _finding_message(evidence: Evidence, finding: Finding) -> Message:

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from forensics.core.units import describe_duration, gib
-from forensics.probes.recorder import EVENT_KINDS, Event, ProcessSample, exit_words
+from forensics.probes.recorder import Event, ProcessSample, exit_words
 from forensics.watch.condition import Condition
+from forensics.watch.event_kinds import EVENT_KINDS
 from forensics.watch.recorder_host import Tick
 
 __all__ = ["EVENT_KINDS", "Watcher"]
