@@ -38,7 +38,8 @@ output (tests/samples/processes-pidns-zombies.txt, a PID namespace whose PID 1 i
     ==> .s <==
     d198af9b-3319-404d
 
-and then ``processes_again`` (its nonce read back from the same separator file)::
+and then ``processes_again`` (its nonce read back from the same separator file; the
+sample file holds both in one section, as a bundle from before the split does)::
 
     nonce d198af9b-3319-404d
     snapshot 2 1648.91
