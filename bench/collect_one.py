@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from forensics.collect import collect
-from forensics.core.models import CollectOptions, SshOptions
+from forensics.core.models import CollectOptions, SectionSpec, SshOptions
 from forensics.core.targets import parse_target
 from forensics.probes import PROBES
 from forensics.remote.host_script import compose
@@ -67,21 +67,28 @@ def show(label: str, samples: list[float]) -> float:
 
 
 def script_cost(script_text: str) -> tuple[int | None, float]:
-    """Processes spawned (PID namespace count) and CPU seconds of one local run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(["/bin/sh", "-c", script_text], capture_output=True, check=False)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    """Processes spawned and CPU seconds of one local run, in a private PID namespace (as
+    the issue's hosts are: the processes and scripts probes read every process there is,
+    so on the machine's own namespace their CPU grows with what else runs on it). The CPU
+    includes the counting shell, ``unshare`` and ``cat`` (about 2 ms)."""
     if not shutil.which("unshare"):
-        return None, cpu
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(["/bin/sh", "-c", script_text], capture_output=True, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return None, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     counted = subprocess.run(
         ["unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c",
-         f"{{ {script_text}\n}} >/dev/null 2>&1; cat /proc/sys/kernel/ns_last_pid"],
+         '/bin/sh -c "$1" >/dev/null 2>&1; cat /proc/sys/kernel/ns_last_pid', "sh",
+         script_text],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = counted.stdout.split()
-    # PID 1 is the namespace's sh itself and the last PID is the counting `cat`.
-    return (int(lines[-1]) - 2 if lines and lines[-1].isdigit() else None), cpu
+    # PID 1 is the namespace's sh, PID 2 the script's own shell (its EXIT trap counted
+    # too), and the last PID is the counting `cat`.
+    return (int(lines[-1]) - 3 if lines and lines[-1].isdigit() else None), cpu
 
 
 # One in-process collection per line read; prints its wall seconds and the recorded gap.
@@ -206,21 +213,38 @@ def main() -> None:
 
 
 def print_section_costs(options: CollectOptions) -> None:
-    """Each section run alone (the snapshot gap set to 0), less the prelude's cost."""
+    """Each section run alone (the snapshot gap set to 0), less what it shares with the
+    others: the prelude for all; for an in-shell section also the script's watchdog and
+    (measured with an in-shell section that does
+    nothing). Medians of 5 runs."""
     quick = options.model_copy(update={"snapshot_gap": 0.0})
     specs = [spec for probe in PROBES for spec in probe.sections(quick)]
-    prelude_processes, prelude_cpu = script_cost(compose([]).text)
-    print("Per section (run alone, prelude subtracted; the process gap set to 0):")
+    # Long enough (a few ms) that the watchdog has forked its sleep, as in a whole script.
+    noop = SectionSpec(
+        name="noop", shell="i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done", in_shell=True
+    )
+    prelude = median_cost(compose([]).text)
+    shared = median_cost(compose([noop]).text)
+    print("Per section (run alone, shared costs subtracted; the process gap set to 0):")
     for spec in specs:
-        processes, cpu = script_cost(compose([spec]).text)
-        spawned = (
-            "?"
-            if processes is None or prelude_processes is None
-            else str(processes - prelude_processes)
-        )
-        used_ms = (cpu - prelude_cpu) * 1000
-        print(f"  {spec.name:<16} processes {spawned:>3}   CPU {used_ms:6.1f} ms")
-    print(f"  (prelude alone: processes {prelude_processes}, CPU {prelude_cpu * 1000:.1f} ms)")
+        base = shared if spec.in_shell else prelude
+        processes, cpu = median_cost(compose([spec]).text)
+        spawned = "?" if processes is None or base[0] is None else str(processes - base[0])
+        kind = "in-shell" if spec.in_shell else "own sh"
+        print(f"  {spec.name:<12} {kind:<8} processes {spawned:>3}   "
+              f"CPU {(cpu - base[1]) * 1000:6.1f} ms")  # fmt: skip
+    print(f"  (prelude alone: processes {prelude[0]}, CPU {prelude[1] * 1000:.1f} ms; "
+          f"in-shell sections share {_minus(shared[0], prelude[0])} more: the watchdog's "
+          "subshell and sleep)")  # fmt: skip
+
+
+def median_cost(script_text: str, runs: int = 5) -> tuple[int | None, float]:
+    costs = [script_cost(script_text) for _ in range(runs)]
+    return costs[0][0], statistics.median(cpu for _, cpu in costs)
+
+
+def _minus(a: int | None, b: int | None) -> str:
+    return "?" if a is None or b is None else str(a - b)
 
 
 if __name__ == "__main__":

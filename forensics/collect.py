@@ -59,7 +59,7 @@ def collect(
     ``client_sections`` (name -> bytes the client produced, e.g. the recorder's) beside the
     host's, hashed in the manifest like them."""
     specs = _sections(options)
-    script = compose(specs, focus=options.focus)
+    script = compose(specs, focus=options.focus, deadline_s=options.timeout)
     bundle.check_out(out, room=bundle.room_needed(specs, script))
     started = datetime.now(UTC)
     deadline = time.monotonic() + options.timeout

@@ -1,9 +1,9 @@
 """cgroup: which memory cgroups this host or container lives in, what they allow and use,
 and what they counted.
 
-Runs on the host ``cgroup.sh`` (one section; shell builtins find the cgroups and walk their
-ancestors, one ``head`` reads every file; ``--focus`` adds the focus processes, found by
-``_fx_focus``)::
+Runs on the host ``cgroup.sh`` (one section, in the script's shell; builtins find the
+cgroups and walk their ancestors, one ``head`` reads every file; ``--focus`` adds the focus
+processes, found by ``_fx_focus``)::
 
     mount / /sys/fs/cgroup tmpfs tmpfs rw,mode=755
     mount / /sys/fs/cgroup/memory cgroup cgroup rw,memory
@@ -302,7 +302,10 @@ def _looked_at(counters: CgroupCounters) -> bool:
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
-    return [SectionSpec(name=SECTION, shell=shell(options), timeout_s=10, max_bytes=512 * 1024)]
+    spec = SectionSpec(
+        name=SECTION, shell=shell(options), timeout_s=10, max_bytes=512 * 1024, in_shell=True
+    )
+    return [spec]
 
 
 def parse(captures: Captures, options: CollectOptions) -> CgroupFacts:

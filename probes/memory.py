@@ -1,6 +1,6 @@
 """memory: the host's memory as the kernel counts it, its pressure, and swap.
 
-Runs ``memory.sh`` on the host (one section, one ``head`` process)::
+Runs ``memory.sh`` on the host (one section, in the script's shell: no process)::
 
     ==> /proc/meminfo <==
     MemTotal:       1584842752 kB
@@ -111,7 +111,9 @@ class MemoryFacts(ProbeFacts):
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:
-    return [SectionSpec(name=SECTION, shell=SHELL, timeout_s=5, max_bytes=128 * 1024)]
+    return [
+        SectionSpec(name=SECTION, shell=SHELL, timeout_s=5, max_bytes=128 * 1024, in_shell=True)
+    ]
 
 
 def parse(captures: Captures, options: CollectOptions) -> MemoryFacts:

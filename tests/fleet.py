@@ -39,6 +39,7 @@ class Fleet:
         refuse_key: bool = False,
         wrong_host_key: bool = False,
         listening: bool = True,
+        wrapper: tuple[str, ...] = (),
         **settings: object,
     ) -> LoopbackHost:
         """Start (or, with ``listening=False``, only reserve a port for) one host."""
@@ -46,7 +47,9 @@ class Fleet:
             host = LoopbackHost(name=name, port=free_port(), settings=settings)
             self.hosts.append(host)
             return host
-        server = SshServer(root=self.root / name, force_command=force_command).start()
+        server = SshServer(
+            root=self.root / name, force_command=force_command, wrapper=wrapper
+        ).start()
         allowed = keygen(self.root / f"{name}-other_ed25519") if refuse_key else self.client_key
         (server.root / "authorized_keys").write_text(allowed.with_suffix(".pub").read_text())
         presented = server.host_key

@@ -39,6 +39,9 @@ class SshServer:
     port: int = field(default_factory=free_port)
     force_command: str | None = None
     extra_config: str = ""
+    # Run sshd under this command (e.g. ``unshare`` into its own namespaces); it must end
+    # by exec'ing its arguments.
+    wrapper: tuple[str, ...] = ()
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -98,7 +101,7 @@ class SshServer:
         (self.root / "sshd_config").write_text("\n".join(config) + "\n")
         log = (self.root / "sshd.log").open("ab")
         self.process = subprocess.Popen(
-            [SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
+            [*self.wrapper, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
             stdout=log,
             stderr=log,
             start_new_session=True,

@@ -1,73 +1,107 @@
-"""The command line starts instantly: ``--help``, ``collect --help`` and ``version`` load
-neither SSH, nor the templates, nor rich, nor the probes (docs/ARCHITECTURE.md, "Start-up").
-Each is run in a fresh interpreter, as the operator runs it."""
+"""The command line starts instantly: ``--help``, ``collect --help``, ``version`` and a
+usage error load neither SSH, nor the templates, nor rich, nor the probes, nor the history
+and ticket clients (docs/ARCHITECTURE.md, "Start-up"). Each is run in a fresh interpreter,
+as the operator runs it."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from forensics.cli.collect import _probe_names
 from forensics.probes import PROBES
 
-HEAVY = ("paramiko", "fabric", "invoke", "jinja2", "rich", "yaml", "re2")
+HEAVY = ("paramiko", "fabric", "invoke", "jinja2", "rich", "yaml", "re2", "httpx", "psycopg")
 HEAVY_OURS = ("forensics.probes", "forensics.reports", "forensics.remote", "forensics.judge")
 
+_HEAVY_LOADED = (
+    f"heavy = [m for m in sys.modules if m.split('.')[0] in {HEAVY!r}"
+    f" or m.startswith({HEAVY_OURS!r})]\n"
+)
 
-def _loaded_after(arguments: list[str]) -> tuple[str, list[str]]:
-    """What ``forensics ARGUMENTS`` printed, and the heavy modules it had loaded."""
-    probe = (
+
+def _run(program: str) -> object:
+    """What ``program``, run in a fresh interpreter, printed last (a repr of our own)."""
+    completed = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    return eval(completed.stdout.strip().splitlines()[-1])  # our own repr
+
+
+def _loaded_after(arguments: list[str]) -> tuple[str, str, int, list[str]]:
+    """What ``forensics ARGUMENTS`` printed on stdout and stderr, its exit status, and the
+    heavy modules it had loaded."""
+    program = (
         "import sys, io, contextlib\n"
         f"sys.argv = ['forensics', *{arguments!r}]\n"
         "import forensics.cli\n"
         "from forensics.cli.entry import main\n"
-        "out = io.StringIO()\n"
-        "with contextlib.redirect_stdout(out):\n"
-        "    try:\n        main()\n    except SystemExit:\n        pass\n"
-        f"heavy = [m for m in sys.modules if m.split('.')[0] in {HEAVY!r}"
-        f" or m.startswith({HEAVY_OURS!r})]\n"
-        "print(repr((out.getvalue(), sorted(heavy))))\n"
+        "out, err, status = io.StringIO(), io.StringIO(), 0\n"
+        "with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+        "    try:\n        main()\n    except SystemExit as stop:\n"
+        "        status = int(stop.code or 0)\n"
+        + _HEAVY_LOADED
+        + "print(repr((out.getvalue(), err.getvalue(), status, sorted(heavy))))\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    printed, heavy = eval(completed.stdout.strip().splitlines()[-1])  # our own repr
-    return printed, heavy
+    printed, said, status, heavy = _run(program)  # type: ignore[misc]
+    return printed, said, status, heavy
 
 
-# forensics/cli/arm.py (the flight recorder, merged last) still imports rich, the reports,
-# SSH and every probe at module level, and its options' help is built from PROBES and the
-# recorder's EVENT_KINDS; until it loads them in its body as the other commands do, these
-# fail, and strict xfail says so the day it is fixed.
-_ARM_STILL_EAGER = pytest.mark.xfail(
-    strict=True, reason="forensics/cli/arm.py imports its machinery at module level"
+@pytest.mark.parametrize(
+    "arguments",
+    [["--help"], ["collect", "--help"], ["sweep", "--help"], ["version"], ["--version"]],
 )
+def test_help_and_version_load_no_ssh_templates_rich_or_probes(arguments: list[str]) -> None:
+    printed, _, status, heavy = _loaded_after(arguments)
+    assert printed.strip(), f"forensics {' '.join(arguments)} printed nothing"
+    assert status == 0
+    assert heavy == []
 
 
 @pytest.mark.parametrize(
     "arguments",
     [
-        pytest.param(arguments, marks=_ARM_STILL_EAGER)
-        for arguments in (
-            ["--help"],
-            ["collect", "--help"],
-            ["sweep", "--help"],
-            ["version"],
-            ["--version"],
-        )
+        ["collect", "--timeout", "nope"],
+        ["sweep", "--grace", "nope"],
+        ["arm", "--for", "nope"],
+        ["collect", "--no-such-option"],
     ],
 )
-def test_help_and_version_load_no_ssh_templates_rich_or_probes(arguments: list[str]) -> None:
-    printed, heavy = _loaded_after(arguments)
-    assert printed.strip(), f"forensics {' '.join(arguments)} printed nothing"
+def test_a_usage_error_is_one_line_before_anything_heavy_loads(arguments: list[str]) -> None:
+    printed, said, status, heavy = _loaded_after(arguments)
+    assert (printed, status) == ("", 2)
+    assert said.startswith("forensics: ") and said.count("\n") == 1
     assert heavy == []
+
+
+# Imported by the commands' bodies, never at start-up: the machinery of collect/analyze's
+# output and of lint-script.
+_MACHINERY = {"host_output", "lint_files"}
+
+
+def test_every_command_module_declares_its_options_without_its_machinery() -> None:
+    cli = Path(__file__).parent.parent / "forensics" / "cli"
+    names = sorted(
+        f"forensics.cli.{path.stem}"
+        for path in cli.glob("*.py")
+        if path.stem not in _MACHINERY | {"__init__"}
+    )
+    assert "forensics.cli.sweep" in names and "forensics.cli.arm" in names
+    program = (
+        "import importlib, sys\n"
+        f"for name in {names!r}:\n    importlib.import_module(name)\n"
+        + _HEAVY_LOADED
+        + "print(repr(sorted(heavy)))\n"
+    )
+    assert _run(program) == []
 
 
 def test_collect_help_lists_every_host_probe_without_importing_them() -> None:
     on_the_host = sorted(probe.name for probe in PROBES if not probe.client_sections)
     assert _probe_names() == on_the_host
-    printed, _ = _loaded_after(["collect", "--help"])
+    printed, _, _, _ = _loaded_after(["collect", "--help"])
     flat = " ".join(printed.split())
     assert ", ".join(on_the_host) in flat

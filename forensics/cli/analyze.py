@@ -8,10 +8,7 @@ from typing import Annotated
 import typer
 
 from forensics.cli.fail_on import parse_fail_on
-from forensics.cli.host_output import exit_status, print_report
-from forensics.judge.analysis import analyze
-from forensics.remote import bundle
-from forensics.reports import Format
+from forensics.core.report_format import Format
 
 
 def analyze_command(
@@ -24,6 +21,10 @@ def analyze_command(
     Example: forensics analyze forensics-bundles/gpu-a/2026-11-29T20-15-03Z --format json
     """
     threshold = parse_fail_on(fail_on)
+    from forensics.cli.host_output import exit_status, print_report
+    from forensics.judge.analysis import analyze
+    from forensics.remote import bundle
+
     manifest, captures = bundle.load(bundle_path)
     report = analyze(manifest, captures, bundle=str(bundle_path))
     print_report(report, format)

@@ -126,14 +126,6 @@ def arm_command(
     and the bundle was written, but a ticket could not be filed (one line on stderr names
     the host and the tracker); 130/143 stopped by SIGINT/SIGTERM.
     """
-    from forensics.core.focus import focus_problem
-    from forensics.core.targets import parse_target
-    from forensics.fleet.inventory import load_inventory
-    from forensics.probes import PROBES
-    from forensics.remote import bundle
-    from forensics.watch.condition import parse_condition
-    from forensics.watch.recorder import ArmSettings
-
     every_s = read_duration("--every", every)
     if every_s < MIN_EVERY_S:
         raise UsageError(f"--every must be at least {MIN_EVERY_S:g}s")
@@ -142,10 +134,19 @@ def arm_command(
     unknown = sorted(kinds - set(EVENT_KINDS))
     if unknown:
         raise UsageError(f"--on {unknown[0]!r}: choose from {', '.join(EVENT_KINDS)}")
-    if focus is not None and (problem := focus_problem(focus)) is not None:
-        raise UsageError(f"--focus: {problem}")
     if timeout <= 0 or not 0 <= snapshot_gap <= 60:
         raise UsageError("--timeout must be positive and --snapshot-gap within 0-60 s")
+    # Imported once the plain checks passed: a mistyped option is answered at once.
+    from forensics.core.focus import focus_problem
+    from forensics.core.targets import parse_target
+    from forensics.fleet.inventory import load_inventory
+    from forensics.probes import PROBES
+    from forensics.remote import bundle
+    from forensics.watch.condition import parse_condition
+    from forensics.watch.recorder import ArmSettings
+
+    if focus is not None and (problem := focus_problem(focus)) is not None:
+        raise UsageError(f"--focus: {problem}")
     known = {p.name for p in PROBES}
     if bad := [name for name in probe or () if name not in known]:
         raise UsageError(f"unknown probe {bad[0]!r}")

@@ -10,15 +10,12 @@ from typing import Annotated
 import typer
 
 from forensics.cli.fail_on import parse_fail_on
-from forensics.cli.host_output import exit_status, print_report
 from forensics.cli.options import Given, declared_options
-from forensics.collect import collect
 from forensics.core.errors import UsageError
 from forensics.core.exit_status import ExitStatus
 from forensics.core.models import CollectOptions, SshOptions
+from forensics.core.report_format import Format
 from forensics.core.targets import parse_target
-from forensics.remote.transport import explain as explain_ssh_settings
-from forensics.reports import Format
 
 TargetArgument = Annotated[
     str,
@@ -83,12 +80,18 @@ def collect_command(
     """
     threshold = parse_fail_on(fail_on)
     parsed = parse_target(target, given.read(SshOptions))
+    options = given.read(CollectOptions)
+    if explain_ssh and parsed.is_local:
+        raise UsageError("--explain-ssh: 'local' uses no SSH")
+    # SSH, the probes and the reports load once the options are read, so --help and a
+    # usage error need none of them (docs/ARCHITECTURE.md, "Start-up").
+    from forensics.cli.host_output import exit_status, print_report
+    from forensics.collect import collect
+    from forensics.remote.transport import explain as explain_ssh_settings
+
     if explain_ssh:
-        if parsed.is_local:
-            raise UsageError("--explain-ssh: 'local' uses no SSH")
         sys.stdout.write(explain_ssh_settings(parsed))
         raise typer.Exit(ExitStatus.ok)
-    options = given.read(CollectOptions)
     if parsed.is_local:  # the script runs in a temp dir: make the operator's paths absolute
         options = options.model_copy(
             update={"scripts": tuple(os.path.abspath(path) for path in options.scripts)}

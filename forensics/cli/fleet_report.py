@@ -11,11 +11,7 @@ import typer
 from forensics.cli.messages import warn
 from forensics.cli.options import read_duration
 from forensics.cli.report import write_atomically
-from forensics.fleet.history_location import history_location, open_history_read_only
-from forensics.fleet.inventory import load_inventory
-from forensics.fleet.latest import latest_fleet_report
-from forensics.reports import Format, render_fleet
-from forensics.reports.fleet import fleet_summary
+from forensics.core.report_format import Format
 
 
 def fleet_report_command(
@@ -51,6 +47,12 @@ def fleet_report_command(
     -f html -o fleet.html
     """
     since_s = read_duration("--since", since)
+    from forensics.fleet.history_location import history_location, open_history_read_only
+    from forensics.fleet.inventory import load_inventory
+    from forensics.fleet.latest import latest_fleet_report
+    from forensics.reports import render_fleet
+    from forensics.reports.fleet import fleet_summary
+
     chosen = inventory or Path("inventory.yaml")
     loaded = load_inventory(chosen) if inventory is not None or chosen.exists() else None
     location = history_location(history, loaded.history if loaded else None, out)

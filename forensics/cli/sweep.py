@@ -8,43 +8,30 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from forensics.cli.fail_on import parse_fail_on
 from forensics.cli.messages import say, warn
 from forensics.cli.options import Given, declared_options, read_duration
 from forensics.cli.ticket_options import TicketDryRun, chosen_tickets
-from forensics.collect import room_needed
 from forensics.core.errors import UsageError
-from forensics.core.escaping import inert_json
 from forensics.core.exit_status import ExitStatus
-from forensics.core.models import CollectOptions, Severity, SshOptions
+from forensics.core.levels import Severity
+from forensics.core.models import CollectOptions, SshOptions
+from forensics.core.report_format import Format
 from forensics.core.ticket_settings import TicketSettings
-from forensics.fleet.history_location import history_location, is_postgres, open_history
-from forensics.fleet.inventory import load_inventory
-from forensics.fleet.lock import SweepLock
-from forensics.fleet.metrics import DEFAULT_ADDRESS, SweepMetrics, serve, write_textfile
-from forensics.fleet.progress import SweepProgress
-from forensics.fleet.report import FleetReport
-from forensics.fleet.schedule import run_every
 from forensics.fleet.shard import Shard
-from forensics.fleet.store import HistoryStore
-from forensics.fleet.store_postgres import PostgresHistory
-from forensics.fleet.sweep import (
-    FLEET_REPORT,
-    QuietObserver,
-    StopRequest,
-    Sweep,
-    abandoned_threads,
-    signal_handlers,
-)
-from forensics.remote import bundle
-from forensics.reports import Format, render_fleet
-from forensics.reports.fleet import fleet_summary
-from forensics.tickets.sweep import SweepTickets
+
+if TYPE_CHECKING:
+    # SSH, the history stores, the trackers and the reports load when a sweep runs, in
+    # the command's body: not for --help (docs/ARCHITECTURE.md, "Start-up").
+    from forensics.fleet.metrics import SweepMetrics
+    from forensics.fleet.report import FleetReport
+    from forensics.fleet.store import HistoryStore
+    from forensics.fleet.sweep import StopRequest, Sweep
+    from forensics.tickets.sweep import SweepTickets
 
 
 def _fitting(requested: int) -> int:
@@ -164,7 +151,7 @@ def sweep_command(
     ] = None,
     metrics_address: Annotated[
         str, typer.Option(help="Address --metrics-port listens on.")
-    ] = DEFAULT_ADDRESS,
+    ] = "127.0.0.1",
     ticket_dry_run: TicketDryRun = False,
     *,
     given: Given,
@@ -204,6 +191,18 @@ def sweep_command(
     chosen = Shard.parse(shard) if shard is not None else None
     if metrics_port is not None and not 0 < metrics_port < 65536:
         raise UsageError(f"--metrics-port: must be 1..65535, got {metrics_port}")
+    ticket_settings = chosen_tickets(given)
+    # The inventory, SSH, the history stores and the trackers load once the options are
+    # read, so --help and a usage error need none of them (docs/ARCHITECTURE.md, "Start-up").
+    from forensics.collect import room_needed
+    from forensics.fleet.history_location import history_location
+    from forensics.fleet.inventory import load_inventory
+    from forensics.fleet.metrics import SweepMetrics
+    from forensics.fleet.schedule import run_every
+    from forensics.fleet.sweep import StopRequest, Sweep, abandoned_threads
+    from forensics.remote import bundle
+    from forensics.tickets.sweep import SweepTickets
+
     loaded = load_inventory(inventory)
     location = history_location(history, loaded.history, out)
     hosts = [
@@ -211,7 +210,6 @@ def sweep_command(
         for host in loaded.select(group or (), limit or ())
         if chosen is None or chosen.holds(host.name)
     ]
-    ticket_settings = chosen_tickets(given)
     bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
     metrics = SweepMetrics(str(chosen) if chosen else None)
     if metrics_port is not None:
@@ -258,6 +256,10 @@ def _locked_history(
     """The history, opened under the lock that keeps collectors of one shard apart: the
     database's advisory lock for a PostgreSQL history (all hosts: shard 0/1), else the lock
     file, taken before the SQLite file is opened (and perhaps rebuilt)."""
+    from forensics.fleet.history_location import is_postgres, open_history
+    from forensics.fleet.lock import SweepLock
+    from forensics.fleet.store_postgres import PostgresHistory
+
     if not is_postgres(location):
         held.enter_context(SweepLock(lock_file))
         store: HistoryStore = open_history(location, warn)
@@ -273,6 +275,8 @@ def _locked_history(
 
 
 def _serve_metrics(metrics: SweepMetrics, port: int, address: str) -> None:
+    from forensics.fleet.metrics import serve
+
     try:
         serve(metrics, port, address)
     except OSError as error:
@@ -292,6 +296,8 @@ class _Once:
     tickets: SweepTickets
 
     def __call__(self, stop: StopRequest, interruptible: bool) -> FleetReport:
+        from forensics.fleet.metrics import write_textfile
+
         self.metrics.sweep_started()
         report = _sweep_once(self.sweep, stop, self.format, interruptible)
         self.metrics.update(report)
@@ -304,6 +310,11 @@ class _Once:
 def _sweep_once(
     sweep: Sweep, stop: StopRequest, format: Format, interruptible: bool
 ) -> FleetReport:
+    from rich.console import Console
+
+    from forensics.fleet.progress import SweepProgress
+    from forensics.fleet.sweep import QuietObserver, signal_handlers
+
     display = SweepProgress(Console(stderr=True), len(sweep.hosts)) if sys.stderr.isatty() else None
     sweep.observer = display or QuietObserver()
     handlers = {signal.SIGINT: stop.request, signal.SIGTERM: stop.request}
@@ -320,6 +331,11 @@ def _sweep_once(
 
 
 def _emit(report: FleetReport, format: Format, compact: bool) -> None:
+    from forensics.core.escaping import inert_json
+    from forensics.fleet.sweep import FLEET_REPORT
+    from forensics.reports import render_fleet
+    from forensics.reports.fleet import fleet_summary
+
     if format is Format.json and compact:
         text = inert_json(report.model_dump_json())
     else:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -32,10 +32,14 @@ from forensics.core.exit_status import ExitStatus
 from forensics.core.models import SshOptions, Target
 from forensics.core.targets import parse_target
 from forensics.core.units import describe_duration, gib
-from forensics.remote.line_stream import LineStream
-from forensics.watch.condition import Condition, parse_condition
-from forensics.watch.sampler import MemorySample, SampledCgroup, read_line, sampler_script
 from forensics.watch.trend import seconds_until, slope
+
+if TYPE_CHECKING:
+    # SSH and the sampler load when a watch runs, in the command's body: not for --help
+    # (docs/ARCHITECTURE.md, "Start-up").
+    from forensics.remote.line_stream import LineStream
+    from forensics.watch.condition import Condition
+    from forensics.watch.sampler import MemorySample, SampledCgroup
 
 MIN_EVERY_S = 0.1
 # Rates in `watch` follow the last few samples; `wait` fits over more, for a steadier ETA.
@@ -92,6 +96,9 @@ def watch_command(
     count = None if total_s is None else _intervals(total_s, every_s) + 1
     _check_cgroup_option(cgroup)
     parsed = parse_target(target, given.read(SshOptions))
+    from forensics.remote.line_stream import LineStream
+    from forensics.watch.sampler import sampler_script
+
     nonce = secrets.token_hex(8)
     try:
         with LineStream(parsed, sampler_script(nonce, every_s, count, cgroup)) as stream:
@@ -112,6 +119,8 @@ def _watch(
     target: Target,
 ) -> None:
     """Print samples until ``until`` says stop, whatever the host sends or fails to send."""
+    from forensics.watch.sampler import MemorySample, SampledCgroup, read_line
+
     history: deque[MemorySample] = deque(maxlen=RATE_SAMPLES)
     sampled: SampledCgroup | None = None
     seen = 0
@@ -214,17 +223,21 @@ def wait_command(
 
       forensics wait gpu-a --available '>=500GiB' --cgroup-current '<=250GiB' && ./start-daemon
     """
-    conditions = []
-    if available is not None:
-        conditions.append(parse_condition("available", available))
-    if cgroup_current is not None:
-        conditions.append(parse_condition("cgroup_current", cgroup_current))
-    if not conditions:
+    if available is None and cgroup_current is None:
         raise UsageError("wait needs a condition: --available '>=500GiB' and/or --cgroup-current")
     timeout_s = read_duration("--timeout", timeout)
     every_s = _interval(every)
     _check_cgroup_option(cgroup)
     parsed = parse_target(target, given.read(SshOptions))
+    from forensics.remote.line_stream import LineStream
+    from forensics.watch.condition import parse_condition
+    from forensics.watch.sampler import sampler_script
+
+    conditions = []
+    if available is not None:
+        conditions.append(parse_condition("available", available))
+    if cgroup_current is not None:
+        conditions.append(parse_condition("cgroup_current", cgroup_current))
     nonce = secrets.token_hex(8)
     count = _intervals(timeout_s, every_s) + 2
     started = time.monotonic()
@@ -241,6 +254,8 @@ def _wait(
     timeout_s: float,
     target: Target,
 ) -> int:
+    from forensics.watch.sampler import MemorySample, SampledCgroup, read_line
+
     history: deque[MemorySample] = deque(maxlen=FIT_SAMPLES)
     first: MemorySample | None = None
     _out(f"{target.name}: waiting until {' and '.join(c.describe() for c in conditions)}")

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import re2
 from pydantic import BaseModel, Field
 
 COMMAND_LINE_BYTES = 4096
@@ -350,6 +349,10 @@ class _Translator:
 
 def _re2(translated: str) -> Any:
     """Compile an RE2 pattern written by ``_Translator``: bytes (latin-1), POSIX syntax."""
+    # Loaded when a pattern is compiled: declaring --focus (every command's --help) needs
+    # none of it.
+    import re2
+
     options = re2.Options()
     options.posix_syntax = True
     options.longest_match = True

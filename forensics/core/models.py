@@ -280,6 +280,13 @@ class SectionSpec(Frozen):
         "section, 'closing' after all of them (the two ends of a gap the others fill, as "
         "the process snapshots are), 'in_order' by its probe's run_order.",
     )
+    in_shell: bool = Field(
+        default=False,
+        description="Runs in the host script's own shell, with no sh, watchdog or frame "
+        "process of its own: for a section that reads files with builtins and runs nothing "
+        "that can hang. The script's one deadline bounds it; it must end with `return`, "
+        "never `exit`, and start no background process.",
+    )
 
 
 class SectionResult(Frozen):

@@ -25,7 +25,6 @@ from forensics.core.models import Severity
 from forensics.fleet.report import FleetReport, HostStatus
 
 PREFIX = "forensics"
-DEFAULT_ADDRESS = "127.0.0.1"
 
 
 class SweepMetrics(Collector):
@@ -143,6 +142,6 @@ def write_textfile(path: Path, metrics: SweepMetrics) -> None:
         ) from error
 
 
-def serve(metrics: SweepMetrics, port: int, address: str = DEFAULT_ADDRESS) -> None:
+def serve(metrics: SweepMetrics, port: int, address: str) -> None:
     """Serve ``/metrics`` from a daemon thread for as long as the process runs."""
     start_http_server(port, addr=address, registry=metrics.registry())

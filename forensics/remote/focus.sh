@@ -21,48 +21,48 @@
 _fx_focus() {
   _fx_fp=; _fx_fn=0; _fx_fe=
   [ -s focus.re ] || return 0
-  _fx_u=; { read -r _fx_u </proc/sys/kernel/random/uuid; } 2>/dev/null
-  [ -n "$_fx_u" ] || _fx_u="fx-$$-$(date +%s%N)"
-  printf '%s\n' "$_fx_u" >fsep
+  _fo_u=; { read -r _fo_u </proc/sys/kernel/random/uuid; } 2>/dev/null
+  [ -n "$_fo_u" ] || _fo_u="fx-$$-$(date +%s%N)"
+  printf '%s\n' "$_fo_u" >fsep
   : >fsubj; : >fpid; : >fsubj.c; : >fpid.c
-  _fx_a=; _fx_n=0
+  _fo_a=; _fo_n=0
   # shellcheck disable=SC2086 # /proc paths, split on purpose: one head per 200 processes
-  for _fx_d in /proc/[0-9]*; do
-    _fx_a="$_fx_a fsep $_fx_d/comm $_fx_d/cmdline"; _fx_n=$((_fx_n + 1))
-    if [ "$_fx_n" -ge 200 ]; then _fx_subjects $_fx_a; _fx_a=; _fx_n=0; fi
+  for _fo_d in /proc/[0-9]*; do
+    _fo_a="$_fo_a fsep $_fo_d/comm $_fo_d/cmdline"; _fo_n=$((_fo_n + 1))
+    if [ "$_fo_n" -ge 200 ]; then _fo_subjects $_fo_a; _fo_a=; _fo_n=0; fi
   done
   # shellcheck disable=SC2086
-  if [ -n "$_fx_a" ]; then _fx_subjects $_fx_a; fi
+  if [ -n "$_fo_a" ]; then _fo_subjects $_fo_a; fi
   cat fsubj.c >>fsubj; cat fpid.c >>fpid
   grep -n -E -f focus.re fsubj >fhit 2>ferr
   if [ $? -gt 1 ]; then IFS= read -r _fx_fe <ferr; _fx_fe=${_fx_fe:-grep -E failed}; return 0; fi
-  _fx_self=" $$ "; _fx_p=$$
-  while _fx_ppid "$_fx_p" && [ "$_fx_pp" -gt 1 ]; do
-    _fx_p=$_fx_pp; _fx_self="$_fx_self$_fx_p "
+  _fo_self=" $$ "; _fo_p=$$
+  while _fo_ppid "$_fo_p" && [ "$_fo_pp" -gt 1 ]; do
+    _fo_p=$_fo_pp; _fo_self="$_fo_self$_fo_p "
   done
   # The collector itself, when this host is the machine it runs on (see host_script.sh).
-  if [ -r client.pids ]; then read -r _fx_c <client.pids; _fx_self="$_fx_self$_fx_c "; fi
+  if [ -r client.pids ]; then read -r _fo_c <client.pids; _fo_self="$_fo_self$_fo_c "; fi
   # shellcheck disable=SC2013 # pids: one word each
-  for _fx_p in $(awk -F: 'NR == FNR { hit[$1] = 1; next } (FNR in hit) && !seen[$0]++' fhit fpid); do
-    case $_fx_self in *" $_fx_p "*) continue ;; esac
-    _fx_ppid "$_fx_p" || continue
-    _fx_kthread "$_fx_p" && continue
-    _fx_i=0
-    while [ "$_fx_pp" -gt 1 ] && [ "$_fx_pp" != $$ ] && [ "$_fx_i" -lt 64 ]; do
-      _fx_ppid "$_fx_pp" || break
-      _fx_i=$((_fx_i + 1))
+  for _fo_p in $(awk -F: 'NR == FNR { hit[$1] = 1; next } (FNR in hit) && !seen[$0]++' fhit fpid); do
+    case $_fo_self in *" $_fo_p "*) continue ;; esac
+    _fo_ppid "$_fo_p" || continue
+    _fo_kthread "$_fo_p" && continue
+    _fo_i=0
+    while [ "$_fo_pp" -gt 1 ] && [ "$_fo_pp" != $$ ] && [ "$_fo_i" -lt 64 ]; do
+      _fo_ppid "$_fo_pp" || break
+      _fo_i=$((_fo_i + 1))
     done
-    [ "$_fx_pp" = $$ ] && continue
+    [ "$_fo_pp" = $$ ] && continue
     _fx_fn=$((_fx_fn + 1))
-    if [ "$_fx_fn" -le "$1" ]; then _fx_fp="$_fx_fp $_fx_p"; fi
+    if [ "$_fx_fn" -le "$1" ]; then _fx_fp="$_fx_fp $_fo_p"; fi
   done
   rm -f fsep fsubj fpid fsubj.c fpid.c fhit ferr
 }
 
 # The names into fsubj, the command lines into fsubj.c, one line each, and the pid of each
 # into fpid (fpid.c) on the same line: processes the pattern names come first.
-_fx_subjects() {
-  head -v -c 4096 "$@" 2>/dev/null | tr '\000' ' ' | awk -v u="$_fx_u" '
+_fo_subjects() {
+  head -v -c 4096 "$@" 2>/dev/null | tr '\000' ' ' | awk -v u="$_fo_u" '
     function done(   t, i) {
       if (k == "") return
       if (k == "cmdline" && n > 0 && l[n] == "==> fsep <==") n--
@@ -85,20 +85,20 @@ _fx_subjects() {
     END { done() }' 
 }
 
-# _fx_ppid PID: sets _fx_pp to the parent of PID; fails when PID is gone.
-_fx_ppid() {
-  _fx_l=; read -r _fx_l <"/proc/$1/stat" 2>/dev/null || return 1
+# _fo_ppid PID: sets _fo_pp to the parent of PID; fails when PID is gone.
+_fo_ppid() {
+  _fo_l=; read -r _fo_l <"/proc/$1/stat" 2>/dev/null || return 1
   # shellcheck disable=SC2086 # the fields after the name: numbers and a state letter
-  set -- ${_fx_l##*) }
+  set -- ${_fo_l##*) }
   case $2 in '' | *[!0-9]*) return 1 ;; esac
-  _fx_pp=$2
+  _fo_pp=$2
 }
 
-# _fx_kthread PID: the process is a kernel thread (PF_KTHREAD in its stat flags).
-_fx_kthread() {
-  _fx_l=; read -r _fx_l <"/proc/$1/stat" 2>/dev/null || return 1
+# _fo_kthread PID: the process is a kernel thread (PF_KTHREAD in its stat flags).
+_fo_kthread() {
+  _fo_l=; read -r _fo_l <"/proc/$1/stat" 2>/dev/null || return 1
   # shellcheck disable=SC2086 # the fields after the name: numbers and a state letter
-  set -- ${_fx_l##*) }
+  set -- ${_fo_l##*) }
   case $7 in '' | *[!0-9]*) return 1 ;; esac
   [ $(($7 & 2097152)) -ne 0 ]
 }

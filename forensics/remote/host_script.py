@@ -1,7 +1,8 @@
 """Compose the one POSIX sh script that runs every section on the host, and read its output.
 
-The host gets one script per run. Each section runs under its own timeout, its stdout goes
-to a file in a private temp dir, and only then is it framed on the wire::
+The host gets one script per run. Each section runs under its own timeout (or, when it
+only reads files, in the script's own shell under the script's one deadline), its stdout
+goes to a file in a private temp dir, and only then is it framed on the wire::
 
     \\n<nonce> START <name>\\n
     \\n<nonce> DATA <name> <rc> <t0> <t1> <size> <timeout-mode>\\n
@@ -13,6 +14,8 @@ The reader takes exactly the announced number of bytes, so no output of the host
 or split a boundary, whatever it prints; the per-run nonce keeps the reader from mistaking
 host output for framing when it resynchronises. ``t0``/``t1`` are /proc/uptime readings
 (read with the shell's builtin ``read``: no process) from which the duration follows.
+The section running when the stream ended is the last one started that never sent its
+frame.
 
 The shell itself lives in ``.sh`` files: ``host_script.sh`` (the prelude: private directory,
 traps, ``_fx_sec``), ``focus.sh`` (``_fx_focus``, written into the private directory when
@@ -23,6 +26,7 @@ preamble of ``name='value'`` lines (``assignments``); no text is substituted ins
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import secrets
@@ -94,11 +98,19 @@ def shell_quote(text: str) -> str:
 
 
 def compose(
-    sections: Sequence[SectionSpec], nonce: str | None = None, focus: str | None = None
+    sections: Sequence[SectionSpec],
+    nonce: str | None = None,
+    focus: str | None = None,
+    deadline_s: float | None = None,
 ) -> Script:
     """One script for all sections: the opening ones, then the rest in the order given
     (callers put cheap ones first), then the closing ones (``SectionSpec.place``), so that
     a section that waits (the second process snapshot) waits while the others run.
+
+    A section that runs commands that can hang runs under its own timeout (``_fx_sec``:
+    ``timeout`` + ``sh``); an ``in_shell`` one runs in the script's shell (``_fx_in``), and
+    then one watchdog ends the whole script after ``deadline_s`` (``--timeout``; by default
+    the sum of the sections' timeouts), so nothing on the host outlives the collection.
 
     The prelude (``host_script.sh``) makes the private directory, writes ``focus.sh`` and,
     with ``focus``, the regex into it, and defines ``_fx_sec``, which runs one section.
@@ -112,9 +124,14 @@ def compose(
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate section names: {names}")
     calls = [
-        f"_fx_sec {s.name} {_seconds(s.timeout_s)} {s.max_bytes} {shell_quote(s.shell)}"
+        f"_fx_in {s.name} {s.max_bytes} {shell_quote(s.shell)}"
+        if s.in_shell
+        else f"_fx_sec {s.name} {_seconds(s.timeout_s)} {s.max_bytes} {shell_quote(s.shell)}"
         for s in sections
     ]
+    if any(s.in_shell for s in sections):
+        whole = deadline_s if deadline_s is not None else sum(s.timeout_s for s in sections)
+        calls.insert(0, f"_fx_deadline {math.ceil(whole)}")
     text = prelude(nonce, focus) + "\n".join(calls) + "\n"
     return Script(text=text, nonce=nonce, sections=tuple(sections))
 
@@ -241,6 +258,7 @@ class Decoded:
     running: str | None = None
     fatal: str | None = None
     garbled: bool = False
+    started: list[str] = field(default_factory=list)
 
 
 def decode(script: Script, stream: bytes) -> Decoded:
@@ -266,6 +284,8 @@ def decode(script: Script, stream: bytes) -> Decoded:
             decoded.garbled = True
             break
         position = step
+    unsent = [name for name in decoded.started if name not in decoded.outputs]
+    decoded.running = unsent[-1] if unsent else None
     for spec in script.sections:
         if spec.name not in decoded.outputs:
             decoded.outputs[spec.name] = SectionOutput(
@@ -286,7 +306,8 @@ def _read_frame(
     frame may start, or None when the frame is not one the script writes."""
     kind, _, rest = line.partition(" ")
     if kind == "START" and rest in specs:
-        decoded.running = rest
+        if rest not in decoded.started:
+            decoded.started.append(rest)
         return position
     if kind == "FATAL":
         decoded.fatal = rest[:FATAL_KEPT]
@@ -299,7 +320,6 @@ def _read_frame(
         return None
     output, position = outcome
     decoded.outputs[output.result.name] = output
-    decoded.running = None
     return position
 
 
