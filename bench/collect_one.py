@@ -2,19 +2,25 @@
 
 Prints, over several runs (median and min):
 - `forensics collect` as a user runs it (the CLI, Python start-up included),
-- the collection in-process (`forensics.collect.collect`, no interpreter start-up),
+- the collection in-process (`forensics.collect.collect`, no interpreter start-up), its
+  wall time and the process-snapshot gap the host recorded (the default 2 s is asked;
+  the other sections run inside it),
 - OpenSSH's own `ssh host sh -s < script` with the very same script,
-and the ratios; then the cost of the script on the target: how many processes it
+and the ratios. With ``--against DIR`` (another checkout, e.g. ``git archive main | tar -x
+-C DIR``) it also runs in-process collections of that tree and of this one in turn, A/B/A/B
+against the same sshd, each tree in its own interpreter, so the two see the same load on a
+shared machine. Then the cost of the script on the target: how many processes it
 spawned (counted in a private PID namespace) and the CPU time they used, in all and per
 section (each section alone after the prelude, less the prelude's own cost), so that the
 next change to the host script can see where its processes and CPU go.
 
-Run: python bench/collect_one.py [--runs 7]
+Run: python bench/collect_one.py [--runs 7] [--against DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -85,10 +91,74 @@ def script_cost(script_text: str) -> tuple[int | None, float]:
     return (int(lines[-1]) - 3 if lines and lines[-1].isdigit() else None), cpu
 
 
+# One in-process collection per line read; prints its wall seconds and the recorded gap.
+# Only APIs every tree has, so that it runs in an older checkout as well as in this one.
+_WORKER = """
+import sys, time
+from pathlib import Path
+from forensics.collect import collect
+from forensics.core.models import CollectOptions, SshOptions
+from forensics.core.targets import parse_target
+spec, identity, known, config, out = sys.argv[1:6]
+target = parse_target(spec, SshOptions(identity=identity, known_hosts=known, ssh_config=config))
+for _ in sys.stdin:
+    start = time.perf_counter()
+    facts = collect(target, CollectOptions(timeout=60), Path(out)).facts.processes
+    gap = facts.gap_s if facts is not None and facts.gap_s is not None else -1
+    print(time.perf_counter() - start, gap, flush=True)
+"""
+
+
+def alternate(runs: int, server: SshServer, root: Path, trees: dict[str, Path]) -> None:
+    """In-process collections of each tree in turn (A/B/A/B), one interpreter per tree."""
+    workers = {
+        label: subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _WORKER,
+                server.target,
+                str(server.client_key),
+                str(server.known_hosts),
+                str(root / "sshd" / "ssh_config"),
+                str(root / label),
+            ],
+            cwd=tree,
+            env={**os.environ, "PYTHONPATH": str(tree)},
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        for label, tree in trees.items()
+    }
+    walls: dict[str, list[float]] = {label: [] for label in trees}
+    gaps: dict[str, list[float]] = {label: [] for label in trees}
+    try:
+        for _ in range(runs):
+            for label, worker in workers.items():
+                assert worker.stdin is not None and worker.stdout is not None
+                worker.stdin.write("go\n")
+                worker.stdin.flush()
+                wall, gap = worker.stdout.readline().split()
+                walls[label].append(float(wall))
+                gaps[label].append(float(gap))
+    finally:
+        for worker in workers.values():
+            if worker.stdin is not None:
+                worker.stdin.close()
+            worker.wait(timeout=60)
+    print(f"In-process collections, A/B/A/B, {runs} each:")
+    for label, tree in trees.items():
+        show(f"{label} ({tree.name}), wall", walls[label])
+        print(f"  {'':<38} gap recorded median {statistics.median(gaps[label]):5.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    runs = parser.parse_args().runs
+    parser.add_argument("--against", type=Path, help="another checkout to run A/B against")
+    arguments = parser.parse_args()
+    runs = arguments.runs
     options = CollectOptions(timeout=60)
     script = compose([spec for probe in PROBES for spec in probe.sections(options)])
     with tempfile.TemporaryDirectory() as scratch:
@@ -113,14 +183,26 @@ def main() -> None:
                   f" probes: {', '.join(p.name for p in PROBES)}")  # fmt: skip
             cli_time = show("forensics collect (CLI)", timed(runs, lambda: subprocess.run(
                 cli, capture_output=True, check=True)))  # fmt: skip
-            inproc = show("forensics collect (in-process)", timed(runs, lambda: collect(
-                target, options, root / "out")))  # fmt: skip
+            gaps: list[float] = []
+
+            def collect_once() -> None:
+                facts = collect(target, options, root / "out").facts.processes
+                gaps.append(facts.gap_s if facts and facts.gap_s is not None else float("nan"))
+
+            inproc = show("forensics collect (in-process), wall", timed(runs, collect_once))
+            gap = statistics.median(gaps)
+            print(f"  process-snapshot gap recorded          median {gap:8.2f} s"
+                  f"   (asked {options.snapshot_gap:g} s)")  # fmt: skip
             cpu = client_cpu(runs, lambda: collect(target, options, root / "out"))
             print(f"  client CPU per collection (in-process)  median {cpu * 1000:8.1f} ms")
             openssh = show("ssh host sh -s < script (OpenSSH)", timed(runs, lambda: subprocess.run(
                 ssh, input=script.text.encode(), capture_output=True, check=True)))  # fmt: skip
             print(f"  ratio CLI / OpenSSH:        {cli_time / openssh:5.2f}")
             print(f"  ratio in-process / OpenSSH: {inproc / openssh:5.2f}")
+            if arguments.against is not None:
+                here = Path(__file__).resolve().parent.parent
+                trees = {"against": arguments.against.resolve(), "this": here}
+                alternate(runs, server, root, trees)
         finally:
             server.stop()
     processes, cpu = script_cost(script.text)

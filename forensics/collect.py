@@ -81,7 +81,7 @@ def collect(
         nonce=script.nonce,
         script_sha256=script.sha256,
         script=script.text,
-        sections=[decoded.outputs[spec.name].result for spec in specs]
+        sections=[decoded.outputs[spec.name].result for spec in script.sections]
         + [_client_result(name, data) for name, data in (client_sections or {}).items()],
         transport_exit_status=outcome.exit_status,
         run_stdout=outcome.stdout.record(),

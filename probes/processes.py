@@ -1,5 +1,12 @@
 """processes: the process table read straight from /proc, twice, a few seconds apart.
 
+The first snapshot (section ``processes``) opens the host script and the second (section
+``processes_again``: each process's stat again) closes it, so every other probe runs in
+the gap; the second sleeps only what is left of ``--snapshot-gap`` by the host's
+/proc/uptime, and both readings are recorded, so the gap reported is the one that was.
+Asked alone (``--probe processes``), and in bundles written before the split, one
+``processes`` section holds both snapshots; the parser reads either shape.
+
 No procps: one ``head -v -c N`` per 200 processes and file kind, shell builtins for the rest.
 After every file ``head`` also prints a private separator file whose content is a random
 nonce read from ``/proc/sys/kernel/random/uuid``, so no command line, comm or cgroup path
@@ -30,6 +37,11 @@ output (tests/samples/processes-pidns-zombies.txt, a PID namespace whose PID 1 i
     lrwxrwxrwx 1 0 0 0 Nov 29 21:49 /proc/2/exe
     ==> .s <==
     d198af9b-3319-404d
+
+and then ``processes_again`` (its nonce read back from the same separator file; the
+sample file holds both in one section, as a bundle from before the split does)::
+
+    nonce d198af9b-3319-404d
     snapshot 2 1648.91
     ==> /proc/1/stat <==
     ...
@@ -44,6 +56,7 @@ enter any model; the raw bundle keeps the exact bytes.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -58,7 +71,9 @@ from forensics.core.redaction import redact, redact_argv
 from forensics.probes.system import KNOWN_INITS
 from forensics.remote.host_script import probe_shell
 
+PROBE_NAME = "processes"
 SECTION = "processes"
+AGAIN = "processes_again"
 SEPARATOR_FILE = ".s"
 BATCH = 200
 MAX_THREADS_LISTED = 64
@@ -71,9 +86,8 @@ MAX_TREES = 12
 MAX_FOCUS_TREES = 3
 
 
-def shell(gap_s: float) -> str:
-    """The section's shell text (``processes.sh``); ``gap_s`` seconds separate the two
-    snapshots."""
+def shell() -> str:
+    """The first snapshot's shell text (``processes.sh``)."""
     return probe_shell(
         __name__,
         {
@@ -84,20 +98,36 @@ def shell(gap_s: float) -> str:
             "status_cap": STATUS_CAP,
             "cmdline_cap": CMDLINE_CAP,
             "cgroup_cap": CGROUP_CAP,
-            "gap": f"{gap_s:g}" if gap_s > 0 else None,
-            "gap_whole": max(1, round(gap_s)),
         },
     )
 
 
+def shell_again(gap_s: float) -> str:
+    """The second snapshot's shell text (``processes_again.sh``): ``gap_s`` seconds after
+    the first, by the host's /proc/uptime."""
+    gap_cs = math.ceil(round(gap_s * 100, 6))
+    return probe_shell(
+        f"{__name__}_again", {"gap_cs": gap_cs, "batch": BATCH, "stat_cap": STAT_CAP}
+    )
+
+
 def sections(options: CollectOptions) -> list[SectionSpec]:
+    """The first snapshot opens the host script and the second closes it, so the other
+    probes' sections run during the gap instead of after it. Asked alone, the probe runs
+    both in one section, as it did before there were two."""
+    gap = options.snapshot_gap
+    if options.probes == (PROBE_NAME,):
+        both = shell() + shell_again(gap)
+        return [SectionSpec(name=SECTION, shell=both, timeout_s=30 + gap, max_bytes=32 << 20)]
     return [
+        SectionSpec(name=SECTION, shell=shell(), timeout_s=30, max_bytes=32 << 20, place="opening"),
         SectionSpec(
-            name=SECTION,
-            shell=shell(options.snapshot_gap),
-            timeout_s=30 + options.snapshot_gap,
-            max_bytes=32 << 20,
-        )
+            name=AGAIN,
+            shell=shell_again(gap),
+            timeout_s=30 + gap,
+            max_bytes=8 << 20,
+            place="closing",
+        ),
     ]
 
 
@@ -208,6 +238,11 @@ class ProcessesFacts(ProbeFacts):
     second_snapshot_uptime_s: float | None = Field(
         default=None, description="None when the second snapshot did not complete."
     )
+    second_snapshot_section: str = Field(
+        default=SECTION,
+        description="The section that holds the second snapshot: processes_again, or "
+        "processes itself when the probe ran alone or the bundle is older than the split.",
+    )
     processes: list[ProcessEntry] = Field(default_factory=list, description="By pid.")
     kernel_threads_left_out: int = 0
     pid1_is_known_init: bool | None = None
@@ -283,6 +318,7 @@ class _Reading:
     links: dict[tuple[int, str], list[str | None]] = field(default_factory=dict)
     threads_started: bool = False
     ended: bool = False
+    second_section: str = SECTION
 
 
 def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
@@ -313,39 +349,52 @@ def parse(captures: Captures, options: CollectOptions) -> ProcessesFacts:
     captured, reason = open_section(captures, SECTION)
     if captured is None:
         return ProcessesFacts(unavailable=reason)
-    reading = _read(captured.text)
-    if reading is None:
+    reading = _Reading()
+    if not _read(captured.text, reading):
         return ProcessesFacts(unavailable=reason or "section processes has no nonce line")
+    again = captures.get(AGAIN)
+    # Since the split the second snapshot is a section of its own; before it (and when the
+    # probe runs alone) it follows the first in ``processes``.
+    if 2 not in reading.snapshot_lines and again is not None:
+        reading.second_section = AGAIN
+        _read(again.text, reading, again=True)
     return _facts(reading, options)
 
 
-def _read(text: str) -> _Reading | None:
+def _read(text: str, reading: _Reading, again: bool = False) -> bool:
+    """Read one section into ``reading``; False when it has no nonce line. The second
+    snapshot's own section (``again``) may only hold the second snapshot."""
     first_line, _, _ = text.partition("\n")
     if not first_line.startswith("nonce ") or not first_line[6:].strip():
-        return None
+        return False
     delimiter = f"==> {SEPARATOR_FILE} <==\n{first_line[6:]}\n"
     newlines = [match.start() for match in re.finditer("\n", text)]
-    reading = _Reading()
     snapshot = 0
     start = 0
     while start <= len(text):
         end = text.find(delimiter, start)
         closed = end >= 0
         chunk = text[start:] if not closed else text[start:end]
-        snapshot = _read_chunk(reading, chunk, start, closed, snapshot, newlines)
+        snapshot = _read_chunk(reading, chunk, start, closed, snapshot, newlines, again)
         if not closed:
             break
         start = end + len(delimiter)
-    return reading
+    return True
 
 
 def _read_chunk(
-    reading: _Reading, chunk: str, offset: int, closed: bool, snapshot: int, newlines: list[int]
+    reading: _Reading,
+    chunk: str,
+    offset: int,
+    closed: bool,
+    snapshot: int,
+    newlines: list[int],
+    again: bool,
 ) -> int:
     """Read control lines, then at most one file; return the snapshot now being read."""
     header = _HEADER.search(chunk)
     control = chunk if header is None else chunk[: header.start()]
-    snapshot = _read_control(reading, control, offset, snapshot, newlines)
+    snapshot = _read_control(reading, control, offset, snapshot, newlines, again)
     if header is None or not closed:
         return snapshot
     content = chunk[header.end() :]
@@ -368,7 +417,12 @@ def _read_chunk(
 
 
 def _read_control(
-    reading: _Reading, control: str, offset: int, snapshot: int, newlines: list[int]
+    reading: _Reading,
+    control: str,
+    offset: int,
+    snapshot: int,
+    newlines: list[int],
+    again: bool,
 ) -> int:
     in_links = False
     position = offset
@@ -379,9 +433,11 @@ def _read_control(
             _read_link(reading, line)
             continue
         key, _, rest = line.partition(" ")
+        if again and key not in ("snapshot", "end"):
+            continue
         if key == "snapshot":
             number, _, uptime = rest.partition(" ")
-            snapshot = int(number) if number in ("1", "2") else 0
+            snapshot = int(number) if number in (("2",) if again else ("1", "2")) else 0
             value = parse_float(uptime)
             if snapshot and value is not None:
                 reading.uptime[snapshot] = value
@@ -481,6 +537,7 @@ def _facts(reading: _Reading, options: CollectOptions) -> ProcessesFacts:
         first_snapshot_line=reading.snapshot_lines.get(1),
         first_snapshot_complete=reading.threads_started,
         second_snapshot_uptime_s=reading.uptime.get(2) if reading.ended else None,
+        second_snapshot_section=reading.second_section,
     )
     for pid, raw in sorted(reading.first.items()):
         entry = _entry(pid, raw, facts, reading)
@@ -768,7 +825,7 @@ def _positive(text: str | None, default: int) -> int:
 
 
 PROBE = Probe(
-    name="processes",
+    name=PROBE_NAME,
     run_order=70,
     report_order=10,
     sections=sections,

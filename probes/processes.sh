@@ -1,10 +1,10 @@
 # shellcheck shell=sh
-# processes: the process table read straight from /proc, twice, gap seconds apart (empty:
-# no pause). Set by probes/processes.py: batch (processes per head), stat_cap, status_cap,
-# cmdline_cap, cgroup_cap (bytes read of each file), threads_per_process, thread_lines
-# (threads listed), gap, gap_whole (for a sleep without fractions). After every file head
-# prints a private separator file holding a random nonce, so no command line, comm or
-# cgroup path can forge a file boundary.
+# processes: the process table read straight from /proc, the first of two snapshots (the
+# second is processes_again.sh, which reads this one's uptime from .t). Set by
+# probes/processes.py: batch (processes per head), stat_cap, status_cap, cmdline_cap,
+# cgroup_cap (bytes read of each file), threads_per_process, thread_lines (threads
+# listed). After every file head prints a private separator file holding a random nonce,
+# so no command line, comm or cgroup path can forge a file boundary.
 s=.s; u=
 { read -r u </proc/sys/kernel/random/uuid; } 2>/dev/null
 u=${u%-*-*}; [ -n "$u" ] || u="nouuid-$$"
@@ -44,6 +44,7 @@ _tasks() {
 }
 q=; if ls -q -d / >/dev/null 2>&1; then q=q; fi
 { read -r up _ </proc/uptime; } 2>/dev/null; echo "snapshot 1 $up"
+printf '%s\n' "$up" >.t
 _dump "$stat_cap" stat
 _dump "$status_cap" status
 _dump "$cmdline_cap" cmdline
@@ -54,7 +55,3 @@ _tasks
 echo links
 ls -lnd$q /proc/[0-9]*/exe /proc/[0-9]*/cwd 2>/dev/null
 head -v -c 64 "$s"
-if [ -n "$gap" ]; then sleep "$gap" 2>/dev/null || sleep "$gap_whole"; fi
-{ read -r up _ </proc/uptime; } 2>/dev/null; echo "snapshot 2 $up"
-_dump "$stat_cap" stat
-echo end

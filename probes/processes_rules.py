@@ -157,7 +157,8 @@ def _zombie_finding(facts: ProcessesFacts, zombie: ProcessEntry) -> Finding:
             "persisted": persisted,
             "exit_status": zombie.exit_status,
         },
-        evidence=_stat_refs(zombie) + (_stat_refs(parent, second=False) if parent else []),
+        evidence=_stat_refs(facts, zombie)
+        + (_stat_refs(facts, parent, second=False) if parent else []),
     )
 
 
@@ -203,7 +204,7 @@ def _parent_not_reaping(
             "parent_wchan": parent.wchan,
             "parent_script": parent.script,
         },
-        evidence=_stat_refs(zombie) + _stat_refs(parent) + _wchan_refs(parent),
+        evidence=_stat_refs(facts, zombie) + _stat_refs(facts, parent) + _wchan_refs(parent),
     )
 
 
@@ -255,7 +256,7 @@ def _threads_alive_finding(facts: ProcessesFacts, zombie: ProcessEntry, focus: b
             "thread_states": _state_counts(live),
             "focus": focus,
         },
-        evidence=_stat_refs(zombie) + _thread_refs(zombie.pid, live),
+        evidence=_stat_refs(facts, zombie) + _thread_refs(zombie.pid, live),
     )
 
 
@@ -271,7 +272,7 @@ def _more_zombies(facts: ProcessesFacts, zombies: list[ProcessEntry]) -> Finding
         ),
         next_steps=["List them all: grep -s '^State:.Z' /proc/[0-9]*/status"],
         subject={"pids": [z.pid for z in zombies]},
-        evidence=[ref for z in zombies[:3] for ref in _stat_refs(z, second=False)],
+        evidence=[ref for z in zombies[:3] for ref in _stat_refs(facts, z, second=False)],
     )
 
 
@@ -338,8 +339,8 @@ def _init_not_reaping(facts: ProcessesFacts) -> list[Finding]:
                 "zombies": [z.pid for z in zombies],
                 "persisted": bool(persisted),
             },
-            evidence=_stat_refs(init, second=False)
-            + [ref for z in zombies[:3] for ref in _stat_refs(z)],
+            evidence=_stat_refs(facts, init, second=False)
+            + [ref for z in zombies[:3] for ref in _stat_refs(facts, z)],
         )
     ]
 
@@ -380,7 +381,7 @@ def _uninterruptible(facts: ProcessesFacts) -> list[Finding]:
                 "`timeout 20 nvidia-smi`.",
             ],
             subject={"pids": [p.pid for p in stuck], "wchans": [p.wchan for p in stuck]},
-            evidence=[ref for p in stuck[:3] for ref in _stat_refs(p) + _wchan_refs(p)],
+            evidence=[ref for p in stuck[:3] for ref in _stat_refs(facts, p) + _wchan_refs(p)],
         )
     ]
 
@@ -440,7 +441,7 @@ def _focus_not_running(facts: ProcessesFacts) -> list[Finding]:
                 "zombies": focus.zombies,
                 "exited": focus.exited,
             },
-            evidence=[ref for p in (zombies + exited)[:3] for ref in _stat_refs(p)]
+            evidence=[ref for p in (zombies + exited)[:3] for ref in _stat_refs(facts, p)]
             or _snapshot_refs(facts),
         )
     ]
@@ -543,7 +544,9 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def _stat_refs(entry: ProcessEntry, second: bool = True) -> list[EvidenceRef]:
+def _stat_refs(
+    facts: ProcessesFacts, entry: ProcessEntry, second: bool = True
+) -> list[EvidenceRef]:
     """The stat line(s) of ``entry``: its first 4 fields are verbatim (comm redacted)."""
     refs = []
     span = entry.name.count("\n")
@@ -561,7 +564,7 @@ def _stat_refs(entry: ProcessEntry, second: bool = True) -> list[EvidenceRef]:
     if second and line and entry.second_state is not None:
         refs.append(
             cite(
-                SECTION,
+                facts.second_snapshot_section,
                 line,
                 f"{entry.pid} ({entry.name}) {entry.second_state} "
                 f"{entry.second_ppid} ... (second snapshot)",

@@ -1,5 +1,8 @@
 """Write a ``processes`` section the way the host writes it (GNU ``head -v`` framing, a
-separator file after every file), for parser tests that need shapes no machine here has."""
+separator file after every file), for parser tests that need shapes no machine here has:
+one section holding both snapshots (``--probe processes`` alone, and every bundle from
+before the split), or, with ``split``, the first snapshot in ``processes`` and the second
+in ``processes_again``, as a default collection writes them."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from dataclasses import dataclass, field
 
 from forensics.core.models import CollectOptions, SectionResult
 from forensics.core.probe import Captured
-from forensics.probes.processes import ProcessesFacts, parse
+from forensics.probes.processes import AGAIN, SECTION, ProcessesFacts, parse
 
 NONCE = "0b8e61d2-5a1f-4c3e"
 
@@ -79,9 +82,9 @@ def section_text(
     return text
 
 
-def captured(text: str, **result: object) -> Captured:
+def captured(text: str, name: str = SECTION, **result: object) -> Captured:
     fields: dict[str, object] = {
-        "name": "processes",
+        "name": name,
         "command": "",
         "exit_status": 0,
         "duration_s": 2.1,
@@ -96,3 +99,24 @@ def captured(text: str, **result: object) -> Captured:
 
 def parse_text(text: str, focus: str | None = None, **result: object) -> ProcessesFacts:
     return parse({"processes": captured(text, **result)}, CollectOptions(focus=focus))
+
+
+def split(text: str) -> tuple[str, str]:
+    """A one-section text as a default collection writes it: the first snapshot in
+    ``processes``; ``processes_again`` opens with the same nonce and holds the rest.
+
+    >>> split("nonce N\\nsnapshot 1 5.00\\nthreads\\nsnapshot 2 7.00\\nend\\n")
+    ('nonce N\\nsnapshot 1 5.00\\nthreads\\n', 'nonce N\\nsnapshot 2 7.00\\nend\\n')
+    """
+    first_line = text.partition("\n")[0]
+    at = text.index("\nsnapshot 2 ") + 1
+    return text[:at], f"{first_line}\n{text[at:]}"
+
+
+def parse_split(
+    first: str, again: str | None, focus: str | None = None, **again_result: object
+) -> ProcessesFacts:
+    captures = {SECTION: captured(first)}
+    if again is not None:
+        captures[AGAIN] = captured(again, name=AGAIN, **again_result)
+    return parse(captures, CollectOptions(focus=focus))

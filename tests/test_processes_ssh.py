@@ -189,6 +189,11 @@ def test_zombie_whose_parent_never_waits_is_reported(scenario: Scenario) -> None
     raw = (scenario.bundle / "raw" / "processes.txt").read_text(errors="replace").split("\n")
     first = found["evidence"][0]
     assert raw[first["first_line"] - 1].startswith(f"{zombie} (sleep) Z {parent} ")
+    # The second snapshot closed the script in a section of its own, and is cited there.
+    again = (scenario.bundle / "raw" / "processes_again.txt").read_text(errors="replace")
+    [second] = [ref for ref in found["evidence"] if ref["section"] == "processes_again"]
+    line = again.split("\n")[second["first_line"] - 1]
+    assert line.startswith(f"{zombie} (sleep) Z {parent} ")
 
 
 def test_zombie_with_live_threads_is_not_blamed_on_its_parent(scenario: Scenario) -> None:
@@ -274,7 +279,10 @@ def test_the_collection_does_not_report_itself(scenario: Scenario) -> None:
     mine = {p["pid"] for p in facts["processes"] if p["collector"]}
     assert collector in mine
     assert facts["first_snapshot_complete"] and facts["second_snapshot_uptime_s"]
-    assert 0.4 <= facts["second_snapshot_uptime_s"] - facts["first_snapshot_uptime_s"] < 5
+    gap = facts["second_snapshot_uptime_s"] - facts["first_snapshot_uptime_s"]
+    assert float(GAP) <= gap < 5, "never shorter than asked"
+    ran = [section["name"] for section in scenario.report["sections"]]
+    assert (ran[0], ran[-1]) == ("processes", "processes_again")
 
 
 def test_non_init_pid_1_with_an_orphan_zombie_is_reported(

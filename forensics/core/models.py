@@ -274,6 +274,12 @@ class SectionSpec(Frozen):
     shell: str = Field(description="POSIX sh; runs with LC_ALL=C, stdin from /dev/null.")
     timeout_s: float = Field(default=10.0, gt=0)
     max_bytes: int = Field(default=1 << 20, gt=0)
+    place: Literal["opening", "in_order", "closing"] = Field(
+        default="in_order",
+        description="Where it runs in the host script: 'opening' before every other "
+        "section, 'closing' after all of them (the two ends of a gap the others fill, as "
+        "the process snapshots are), 'in_order' by its probe's run_order.",
+    )
     in_shell: bool = Field(
         default=False,
         description="Runs in the host script's own shell, with no sh, watchdog or frame "

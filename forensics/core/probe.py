@@ -99,8 +99,10 @@ class Probe(Generic[FactsT]):
     """A probe: what it runs (``sections``), how it reads it (``parse``, pure), the
     findings its own facts support (``rules``, pure; or ``rules_module``'s ``rules``), the
     dated events they hold (``timeline``), and where it goes: ``run_order`` on the host
-    (cheap and fast first, so a deadline late in the run loses the least) and
-    ``report_order`` in a host report (lower first). Ties go by name. A probe whose
+    (cheap and fast first, so a deadline late in the run loses the least; a section may
+    instead open or close the whole host script, ``SectionSpec.place``: the first process
+    snapshot opens it and the second closes it, so the other probes run during the gap)
+    and ``report_order`` in a host report (lower first). Ties go by name. A probe whose
     evidence the client produces (``forensics arm``'s recorder) runs nothing on the host:
     its ``sections`` are empty and ``client_sections`` names what it reads."""
 

@@ -103,7 +103,9 @@ def compose(
     focus: str | None = None,
     deadline_s: float | None = None,
 ) -> Script:
-    """One script for all sections, in the order given (callers put cheap ones first).
+    """One script for all sections: the opening ones, then the rest in the order given
+    (callers put cheap ones first), then the closing ones (``SectionSpec.place``), so that
+    a section that waits (the second process snapshot) waits while the others run.
 
     A section that runs commands that can hang runs under its own timeout (``_fx_sec``:
     ``timeout`` + ``sh``); an ``in_shell`` one runs in the script's shell (``_fx_in``), and
@@ -117,6 +119,7 @@ def compose(
     join the collection's own processes, which never match ``--focus``.
     """
     nonce = nonce or secrets.token_hex(16)
+    sections = run_order(sections)
     names = [s.name for s in sections]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate section names: {names}")
@@ -131,6 +134,21 @@ def compose(
         calls.insert(0, f"_fx_deadline {math.ceil(whole)}")
     text = prelude(nonce, focus) + "\n".join(calls) + "\n"
     return Script(text=text, nonce=nonce, sections=tuple(sections))
+
+
+_PLACES = {"opening": 0, "in_order": 1, "closing": 2}
+
+
+def run_order(sections: Sequence[SectionSpec]) -> list[SectionSpec]:
+    """``sections`` as the host runs them: opening ones first and closing ones last, each
+    group in the order given.
+
+    >>> first = SectionSpec(name="snapshot", shell="true", place="opening")
+    >>> last = SectionSpec(name="again", shell="true", place="closing")
+    >>> [s.name for s in run_order([SectionSpec(name="a", shell="true"), last, first])]
+    ['snapshot', 'a', 'again']
+    """
+    return sorted(sections, key=lambda spec: _PLACES[spec.place])
 
 
 def client_identity() -> tuple[str, tuple[int, ...]]:
