@@ -197,11 +197,9 @@ def sweep_command(
     from forensics.collect import room_needed
     from forensics.fleet.history_location import history_location
     from forensics.fleet.inventory import load_inventory
-    from forensics.fleet.metrics import SweepMetrics
     from forensics.fleet.schedule import run_every
     from forensics.fleet.sweep import StopRequest, Sweep, abandoned_threads
     from forensics.remote import bundle
-    from forensics.tickets.sweep import SweepTickets
 
     loaded = load_inventory(inventory)
     location = history_location(history, loaded.history, out)
@@ -211,8 +209,14 @@ def sweep_command(
         if chosen is None or chosen.holds(host.name)
     ]
     bundle.check_out(out, room=max((room_needed(host.options) for host in hosts), default=0))
-    metrics = SweepMetrics(str(chosen) if chosen else None)
-    if metrics_port is not None:
+    # Prometheus, the trackers and PostgreSQL load only for a sweep that uses them: they
+    # are a tenth of a sweep's fixed client CPU (bench/RESULTS.md, "Sweep client cost").
+    metrics = None
+    if metrics_port is not None or metrics_file is not None:
+        from forensics.fleet.metrics import SweepMetrics
+
+        metrics = SweepMetrics(str(chosen) if chosen else None)
+    if metrics is not None and metrics_port is not None:
         _serve_metrics(metrics, metrics_port, metrics_address)
     with contextlib.ExitStack() as held:
         store = _locked_history(held, location, chosen, lock or out / _lock_name(chosen))
@@ -224,9 +228,13 @@ def sweep_command(
             concurrency=_fitting(concurrency),
             grace_s=grace_s,
         )
-        tickets = SweepTickets(
-            store, {h.name: h for h in hosts}, say, ticket_settings, ticket_dry_run
-        )
+        tickets = None
+        if ticket_settings is not None or any(host.tickets for host in hosts):
+            from forensics.tickets.sweep import SweepTickets
+
+            tickets = SweepTickets(
+                store, {h.name: h for h in hosts}, say, ticket_settings, ticket_dry_run
+            )
         once = _Once(sweep, format, metrics, metrics_file, tickets)
         if every_s is None:
             report = once(StopRequest(), interruptible=True)
@@ -258,13 +266,14 @@ def _locked_history(
     file, taken before the SQLite file is opened (and perhaps rebuilt)."""
     from forensics.fleet.history_location import is_postgres, open_history
     from forensics.fleet.lock import SweepLock
-    from forensics.fleet.store_postgres import PostgresHistory
 
     if not is_postgres(location):
         held.enter_context(SweepLock(lock_file))
         store: HistoryStore = open_history(location, warn)
         held.callback(store.close)
         return store
+    from forensics.fleet.store_postgres import PostgresHistory
+
     store = open_history(location, warn)
     held.callback(store.close)
     if isinstance(store, PostgresHistory) and store.available:
@@ -291,19 +300,22 @@ class _Once:
 
     sweep: Sweep
     format: Format
-    metrics: SweepMetrics
+    metrics: SweepMetrics | None
     metrics_file: Path | None
-    tickets: SweepTickets
+    tickets: SweepTickets | None
 
     def __call__(self, stop: StopRequest, interruptible: bool) -> FleetReport:
-        from forensics.fleet.metrics import write_textfile
-
-        self.metrics.sweep_started()
+        if self.metrics is not None:
+            self.metrics.sweep_started()
         report = _sweep_once(self.sweep, stop, self.format, interruptible)
-        self.metrics.update(report)
-        if self.metrics_file is not None:
-            write_textfile(self.metrics_file, self.metrics)
-        self.tickets.after(report)
+        if self.metrics is not None:
+            self.metrics.update(report)
+            if self.metrics_file is not None:
+                from forensics.fleet.metrics import write_textfile
+
+                write_textfile(self.metrics_file, self.metrics)
+        if self.tickets is not None:
+            self.tickets.after(report)
         return report
 
 
