@@ -69,7 +69,7 @@ from forensics.core.numbers import parse_float, parse_int
 from forensics.core.probe import Captures, Probe, ProbeFacts, open_section
 from forensics.core.redaction import redact, redact_argv
 from forensics.probes.system import KNOWN_INITS
-from forensics.remote.host_script import probe_shell
+from forensics.remote.host_script import ShellValue, probe_shell
 
 PROBE_NAME = "processes"
 SECTION = "processes"
@@ -87,28 +87,25 @@ MAX_FOCUS_TREES = 3
 
 
 def shell() -> str:
-    """The first snapshot's shell text (``processes.sh``)."""
-    return probe_shell(
-        __name__,
-        {
-            "batch": BATCH,
-            "threads_per_process": MAX_THREADS_LISTED,
-            "thread_lines": MAX_THREAD_LINES,
-            "stat_cap": STAT_CAP,
-            "status_cap": STATUS_CAP,
-            "cmdline_cap": CMDLINE_CAP,
-            "cgroup_cap": CGROUP_CAP,
-        },
-    )
+    """The first snapshot's shell text (``processes.sh``, with ``_dump``)."""
+    values: dict[str, ShellValue] = {
+        "batch": BATCH,
+        "threads_per_process": MAX_THREADS_LISTED,
+        "thread_lines": MAX_THREAD_LINES,
+        "stat_cap": STAT_CAP,
+        "status_cap": STATUS_CAP,
+        "cmdline_cap": CMDLINE_CAP,
+        "cgroup_cap": CGROUP_CAP,
+    }
+    return probe_shell(__name__, values, "dump", "")
 
 
 def shell_again(gap_s: float) -> str:
-    """The second snapshot's shell text (``processes_again.sh``): ``gap_s`` seconds after
-    the first, by the host's /proc/uptime."""
+    """The second snapshot's shell text (``processes.again.sh``, with ``_dump``): ``gap_s``
+    seconds after the first, by the host's /proc/uptime."""
     gap_cs = math.ceil(round(gap_s * 100, 6))
-    return probe_shell(
-        f"{__name__}_again", {"gap_cs": gap_cs, "batch": BATCH, "stat_cap": STAT_CAP}
-    )
+    values = {"gap_cs": gap_cs, "batch": BATCH, "stat_cap": STAT_CAP}
+    return probe_shell(__name__, values, "dump", "again")
 
 
 def sections(options: CollectOptions) -> list[SectionSpec]:

@@ -1,6 +1,6 @@
 # shellcheck shell=sh
 # processes: the process table read straight from /proc, the first of two snapshots (the
-# second is processes_again.sh, which reads this one's uptime from .t). Set by
+# second is processes.again.sh, which reads this one's uptime from .t). Set by
 # probes/processes.py: batch (processes per head), stat_cap, status_cap, cmdline_cap,
 # cgroup_cap (bytes read of each file), threads_per_process, thread_lines (threads
 # listed). After every file head prints a private separator file holding a random nonce,
@@ -16,15 +16,6 @@ while read -r k v _; do if [ "$k" = btime ]; then echo "btime $v"; fi; done </pr
 echo "self $$"
 # The collector's pids when this host is its own machine (written by the host script).
 if [ -r client.pids ]; then read -r c <client.pids; echo "client $c"; fi
-# shellcheck disable=SC2086 # /proc paths, split on purpose: one head per batch
-_dump() {
-  a=; n=0
-  for d in /proc/[0-9]*; do
-    a="$a $d/$2 $s"; n=$((n + 1))
-    if [ "$n" -ge "$batch" ]; then head -v -c "$1" $a 2>/dev/null; a=; n=0; fi
-  done
-  if [ -n "$a" ]; then head -v -c "$1" $a 2>/dev/null; fi
-}
 _tasks() {
   for d in /proc/[0-9]*; do
     set -- "$d"/task/*

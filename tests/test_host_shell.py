@@ -63,9 +63,10 @@ def test_the_flight_recorder_loop_is_shellcheck_clean() -> None:
 
 def test_every_probe_has_its_shell_beside_its_module() -> None:
     # A probe whose section the client writes (the flight recorder's) runs no shell; one
-    # with a second section has a second file named for it (processes_again.sh).
+    # with a second section, or shared functions, has parts named for it
+    # (processes.again.sh, processes.dump.sh).
     names = {probe.name for probe in PROBES if not probe.client_sections}
     stems = {path.stem for path in PROBE_DIR.glob("*.sh")}
     assert names <= stems
-    owned = {stem for stem in stems for name in names if stem.startswith(f"{name}_")}
-    assert stems <= names | owned, sorted(stems - names - owned)
+    owned = {stem for stem in stems if stem.partition(".")[0] in names}
+    assert stems == owned, sorted(stems - owned)

@@ -28,9 +28,10 @@ TargetArgument = Annotated[
 def _probe_names() -> list[str]:
     """The names of the probes that run on the host, without importing them: each one's
     host shell is ``probes/<name>.sh`` (forensics/remote/host_script.py), so ``--help``
-    lists them from the directory. (The recorder, whose sections run on the client, has
-    none; ``arm`` is its command.)"""
-    return sorted(path.stem for path in (Path(__file__).parent.parent / "probes").glob("*.sh"))
+    lists them from the directory; ``<name>.<part>.sh`` is a part of probe ``<name>``.
+    (The recorder, whose sections run on the client, has none; ``arm`` is its command.)"""
+    shells = (Path(__file__).parent.parent / "probes").glob("*.sh")
+    return sorted(path.stem for path in shells if "." not in path.stem)
 
 
 @declared_options(

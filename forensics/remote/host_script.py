@@ -232,11 +232,15 @@ def shell_file(package: str, name: str) -> str:
     return resources.files(package).joinpath(name).read_text(encoding="utf-8")
 
 
-def probe_shell(module: str, values: Mapping[str, ShellValue]) -> str:
+def probe_shell(module: str, values: Mapping[str, ShellValue], *parts: str) -> str:
     """A probe's section shell: the preamble setting ``values``, then the ``.sh`` file
-    beside the probe's module (``forensics.probes.cgroup`` runs ``cgroup.sh``)."""
+    beside the probe's module (``forensics.probes.cgroup`` runs ``cgroup.sh``); with PARTS,
+    the files ``<name>.<part>.sh`` in turn instead (the part ``""`` is ``<name>.sh``), where
+    a probe has more than one section or its sections share shell functions
+    (``processes.again.sh``, ``processes.dump.sh``)."""
     package, _, name = module.rpartition(".")
-    return assignments(values) + shell_file(package, f"{name}.sh")
+    files = [f"{name}.{part}.sh" if part else f"{name}.sh" for part in parts or ("",)]
+    return assignments(values) + "".join(shell_file(package, file) for file in files)
 
 
 def _seconds(value: float) -> str:

@@ -1,10 +1,10 @@
 # shellcheck shell=sh
-# processes_again: the second snapshot of the process table (every process's stat), gap_cs
-# hundredths of a second after the first. processes.sh wrote the first one's /proc/uptime
-# reading in .t and its separator nonce in .s; the sections run since then have filled part
-# of the gap, so this sleeps only what remains of it (all of it when .t is missing), never
-# less. Set by probes/processes.py: gap_cs, batch (processes per head), stat_cap (bytes read
-# of each stat).
+# processes.again (section processes_again): the second snapshot of the process table
+# (every process's stat), gap_cs hundredths of a second after the first. processes.sh
+# wrote the first one's /proc/uptime reading in .t and its separator nonce in .s; the
+# sections run since then have filled part of the gap, so this sleeps only what remains of
+# it (all of it when .t is missing), never less. Set by probes/processes.py: gap_cs, batch
+# (processes per head), stat_cap (bytes read of each stat); _dump is processes.dump.sh.
 s=.s; u=
 { read -r u <"$s"; } 2>/dev/null
 if [ -z "$u" ]; then
@@ -35,13 +35,5 @@ if [ "$w" -gt 0 ]; then
   sleep "$((w / 100)).$f" 2>/dev/null || sleep "$(((w + 99) / 100))"
 fi
 { read -r up _ </proc/uptime; } 2>/dev/null; echo "snapshot 2 $up"
-# shellcheck disable=SC2086 # /proc paths, split on purpose: one head per batch
-{
-  a=; n=0
-  for d in /proc/[0-9]*; do
-    a="$a $d/stat $s"; n=$((n + 1))
-    if [ "$n" -ge "$batch" ]; then head -v -c "$stat_cap" $a 2>/dev/null; a=; n=0; fi
-  done
-  if [ -n "$a" ]; then head -v -c "$stat_cap" $a 2>/dev/null; fi
-}
+_dump "$stat_cap" stat
 echo end
