@@ -5,6 +5,7 @@ types load without pydantic; ``forensics.core.models`` re-exports both."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 
 
 class Severity(enum.StrEnum):
@@ -15,6 +16,17 @@ class Severity(enum.StrEnum):
     @property
     def rank(self) -> int:
         return {"info": 0, "warning": 1, "critical": 2}[self.value]
+
+    @staticmethod
+    def worst(severities: Iterable[Severity]) -> Severity | None:
+        """The highest of ``severities``; None when there are none.
+
+        >>> Severity.worst([Severity.warning, Severity.critical, Severity.info])
+        <Severity.critical: 'critical'>
+        >>> Severity.worst([]) is None
+        True
+        """
+        return max(severities, key=lambda severity: severity.rank, default=None)
 
 
 class CollectStatus(enum.StrEnum):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -243,6 +243,17 @@ def redact_model(model: Model) -> Model:
     ('api_key=[REDACTED] rejected', {'line': 'password=[REDACTED]'}, True)
     """
     return redact_value(model)
+
+
+def redact_fields(model: BaseModel, names: Iterable[str]) -> None:
+    """Redact the fields ``names`` of ``model`` in place, each only where it changes: for
+    a model's ``after`` validator, so that host text in it is redacted however the model
+    was made (judged, read back from JSON, copied into a fleet report)."""
+    for name in names:
+        current = getattr(model, name)
+        cleaned = redact_value(current)
+        if cleaned is not current:
+            setattr(model, name, cleaned)
 
 
 Value = TypeVar("Value")

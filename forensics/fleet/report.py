@@ -18,7 +18,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from forensics.core.models import CollectStatus, Severity
-from forensics.core.redaction import redact, redact_value
+from forensics.core.redaction import redact, redact_fields
 from forensics.fleet.fingerprint import Changes, TrackedFinding
 from forensics.judge.host_report import Unchecked
 
@@ -80,16 +80,12 @@ class HostSummary(BaseModel):
     @model_validator(mode="after")
     def _host_text_redacted(self) -> HostSummary:
         """Redacted however it was made (from a judged report, or a fleet.json read back)."""
-        for name in ("headline", "findings", "unchecked", "traits"):
-            current = getattr(self, name)
-            cleaned = redact_value(current)
-            if cleaned is not current:
-                setattr(self, name, cleaned)
+        redact_fields(self, ("headline", "findings", "unchecked", "traits"))
         return self
 
     @property
     def worst(self) -> Severity | None:
-        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
+        return Severity.worst(finding.severity for finding in self.findings)
 
 
 class HostRun(BaseModel):

@@ -15,7 +15,7 @@ from forensics.core.models import (
     Severity,
     Target,
 )
-from forensics.core.redaction import redact_value
+from forensics.core.redaction import redact_fields
 from forensics.core.timeline_event import TimelineEvent
 
 SCHEMA_VERSION = 1
@@ -53,16 +53,12 @@ class HostReport(BaseModel):
     def _host_text_redacted(self) -> HostReport:
         """Whatever the host said reaches a report, JSON, history or a pack redacted,
         however the report was made (analysis, a saved report.json, a sweep's row)."""
-        for name in ("status_reason", "facts", "findings", "timeline"):
-            current = getattr(self, name)
-            cleaned = redact_value(current)
-            if cleaned is not current:
-                setattr(self, name, cleaned)
+        redact_fields(self, ("status_reason", "facts", "findings", "timeline"))
         return self
 
     @property
     def worst(self) -> Severity | None:
-        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
+        return Severity.worst(finding.severity for finding in self.findings)
 
     def incomplete_sections(self) -> list[SectionResult]:
         return [s for s in self.sections if s.problem() is not None]
