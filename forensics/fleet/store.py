@@ -148,6 +148,33 @@ def tracked_rows(rows: Sequence[Sequence[Any]]) -> list[TrackedFinding]:
     ]
 
 
+_TICKET = (
+    "SELECT fingerprint, destination, host, finding_id, issue, url, opened, resolved "
+    "FROM tickets WHERE fingerprint = {p} AND destination = {p}"
+)
+"""The ticket of one finding at one destination (``{p}``: the placeholder)."""
+
+
+def _moment(value: object) -> datetime:
+    """A time as either store returns it: SQLite's ISO text, PostgreSQL's timestamp."""
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def ticket_row(row: Sequence[Any]) -> TicketRow:
+    """A ``TicketRow`` from the columns ``_TICKET`` selects, in that order."""
+    fingerprint, destination, host, finding_id, issue, url, opened, resolved = row
+    return TicketRow(
+        fingerprint=fingerprint,
+        destination=destination,
+        host=host,
+        finding_id=finding_id,
+        issue=issue,
+        url=url,
+        opened=_moment(opened),
+        resolved=_moment(resolved) if resolved else None,
+    )
+
+
 def run_row(row: tuple[object, ...] | Sequence[object]) -> RunRow:
     """A ``RunRow`` from the columns ``runs`` and ``latest_runs`` select, in that order."""
     started = row[4]
@@ -156,7 +183,7 @@ def run_row(row: tuple[object, ...] | Sequence[object]) -> RunRow:
         host=str(row[1]),
         status=str(row[2]),
         reason=row[3],  # type: ignore[arg-type]
-        started=started if isinstance(started, datetime) else datetime.fromisoformat(str(started)),
+        started=_moment(started),
         bundle=row[5],  # type: ignore[arg-type]
         worst=row[6],  # type: ignore[arg-type]
         findings=int(row[7]),  # type: ignore[call-overload]
@@ -378,25 +405,12 @@ class History:
             return None
         try:
             row = self._connection.execute(
-                "SELECT fingerprint, destination, host, finding_id, issue, url, opened, resolved "
-                "FROM tickets WHERE fingerprint = ? AND destination = ?",
-                (fingerprint, destination),
+                _TICKET.format(p="?"), (fingerprint, destination)
             ).fetchone()
         except sqlite3.Error as error:
             self._give_up(error)
             return None
-        if row is None:
-            return None
-        return TicketRow(
-            fingerprint=row[0],
-            destination=row[1],
-            host=row[2],
-            finding_id=row[3],
-            issue=row[4],
-            url=row[5],
-            opened=datetime.fromisoformat(row[6]),
-            resolved=datetime.fromisoformat(row[7]) if row[7] else None,
-        )
+        return ticket_row(row) if row is not None else None
 
     def record_ticket(self, ticket: TicketRow) -> None:
         with self._writing() as db:

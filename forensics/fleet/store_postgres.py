@@ -35,11 +35,13 @@ from forensics.fleet.lock import SweepLocked
 from forensics.fleet.report import HostRun, HostStatus
 from forensics.fleet.store import (
     _LATEST_RUNS,
+    _TICKET,
     PreviousRun,
     RunRow,
     TicketRow,
     Warn,
     run_row,
+    ticket_row,
     tracked_rows,
 )
 
@@ -272,23 +274,8 @@ class PostgresHistory:
         with self._transaction() as db:
             if db is None:
                 return None
-            row = db.execute(
-                "SELECT fingerprint, destination, host, finding_id, issue, url, opened, resolved "
-                "FROM tickets WHERE fingerprint = %s AND destination = %s",
-                (fingerprint, destination),
-            ).fetchone()
-            if row is None:
-                return None
-            return TicketRow(
-                fingerprint=row[0],
-                destination=row[1],
-                host=row[2],
-                finding_id=row[3],
-                issue=row[4],
-                url=row[5],
-                opened=row[6],
-                resolved=row[7],
-            )
+            row = db.execute(_TICKET.format(p="%s"), (fingerprint, destination)).fetchone()
+            return ticket_row(row) if row is not None else None
         return None
 
     def record_ticket(self, ticket: TicketRow) -> None:
