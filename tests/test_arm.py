@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,20 +139,31 @@ def test_a_zl_zombie_fires_and_the_report_says_it_has_not_finished_dying(
     tmp_path: Path, reaped: list[subprocess.Popen[Any]]
 ) -> None:
     name = _marker("zl")
-    code = ZL_CODE.replace('b"zl-demo"', repr(name.encode())).replace("120", "30")
     go = tmp_path / "go"
+    # Named and alive before the recorder starts, so its first look finds it (a process that
+    # appears later is found at the next look, every 30 s); its main thread exits on "go",
+    # while the recorder watches, and another thread lives on for 30 s: a Zl zombie.
+    code = ZL_CODE.replace("120", "30").replace(
+        "libc.pthread_exit",
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.05)\nlibc.pthread_exit",
+    )
+    code = "import os\n" + code.replace('b"zl-demo"', repr(name.encode()))
+    zl = subprocess.Popen([sys.executable, "-c", code])
+    reaped.append(zl)
+    comm = Path(f"/proc/{zl.pid}/comm")
+    deadline = time.monotonic() + 30
+    while comm.read_text().strip() != name:
+        assert time.monotonic() < deadline, "the Zl demo never took its name"
+        time.sleep(0.05)
     armed = arm(
         "local", "--focus", f"^{name}$", "--out", str(tmp_path / "out"), "--format", "json",
         "--snapshot-gap", "0", "--for", "60s", "--on", "zombie",
     )  # fmt: skip
-    waiter = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
-    # Start it after the recorder: the zombie appears while it watches (new-focus off).
-    armed.wait_for(": armed")
-    reaped.append(subprocess.Popen([sys.executable, "-c", waiter + code]))
-    wait_armed(2)
+    armed.wait_for(f": armed; focus: {name} ({zl.pid})")
     go.touch()
     status, out, err = armed.finish()
     assert status == 1, err
+    assert "state Zl" in err, err
     report = _report(out)
     [exited] = _findings(report, "focus.exited")
     assert "has not finished dying" in exited["title"], exited["title"]
