@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -143,6 +144,31 @@ def test_a_refusing_tracker_keeps_the_bundle_says_one_line_and_exits_4(
     assert (bundle / "manifest.json").is_file()
     if status == 401:
         assert "GITHUB_TOKEN were refused" in line
+
+
+def test_stopped_while_the_tracker_hangs_it_names_the_bundle_that_may_have_no_ticket(
+    server: TicketServer, tmp_path: Path
+) -> None:
+    server.hold()
+    armed = arm(
+        "local", "--on", "memory", "--available", ALWAYS, "--probe", "memory",
+        "--snapshot-gap", "0", "--out", str(tmp_path / "out"), "--format", "json", "--for",
+        "90s", "--ticket-on", "warning", "--github", "acme/infra", "--api-url", server.url,
+        env=_env(server),
+    )  # fmt: skip
+    try:
+        assert server.held.wait(60), "the recorder never reached the tracker"
+        armed.stop(signal.SIGINT)
+        status, out, err = armed.finish()
+    finally:
+        server.release()
+    assert status == 130, err
+    _no_token_shown(server, out, err)
+    [line] = [line for line in err.splitlines() if "ticket perhaps not filed" in line]
+    assert line.startswith("forensics: local: ticket perhaps not filed: stopped while the ")
+    bundle = Path(line.split("the bundle is kept: ", 1)[1].split(" (", 1)[0])
+    assert bundle.parent == tmp_path / "out" / "local"
+    assert (bundle / "manifest.json").is_file()
 
 
 def test_each_inventory_group_files_at_its_own_tracker(

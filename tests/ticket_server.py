@@ -88,6 +88,8 @@ class TicketServer:
         self.scripted: deque[Scripted] = deque()
         self._numbers = itertools.count(101)
         self._lock = threading.Lock()
+        self.held = threading.Event()
+        self._hold: threading.Event | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -110,6 +112,21 @@ class TicketServer:
             self.scripted.append(
                 Scripted(status, body, {k.replace("_", "-"): v for k, v in headers.items()})
             )
+
+    def hold(self) -> None:
+        """From now on, hold every request unanswered until ``release`` (a tracker that
+        hangs); ``held`` is set once one is waiting."""
+        self._hold = threading.Event()
+
+    def release(self) -> None:
+        if self._hold is not None:
+            self._hold.set()
+
+    def wait_if_held(self) -> None:
+        hold = self._hold
+        if hold is not None:
+            self.held.set()
+            hold.wait(120)
 
     def clear(self) -> None:
         self.requests.clear()
@@ -292,6 +309,7 @@ def _handler(server: TicketServer) -> type[BaseHTTPRequestHandler]:
                 body=body,
                 at=time.monotonic(),
             )
+            server.wait_if_held()
             status, answer, headers = server.respond(recorded)
             data = b"" if answer is None else json.dumps(answer).encode()
             self.send_response(status)

@@ -74,6 +74,7 @@ class FiredTickets:
         self._trackers: dict[TicketSettings, Tracker] = {}
         self._opened = threading.Event()
         self._crash: BaseException | None = None
+        self._filing: FiredBundle | None = None
         self._thread = threading.Thread(target=self._work, name="arm tickets", daemon=True)
 
     def start(self, settings: Iterable[TicketSettings]) -> None:
@@ -102,7 +103,15 @@ class FiredTickets:
             raise self._crash
 
     def abandon(self) -> None:
-        """Stopped before they were filed: say which bundles have no ticket."""
+        """Stopped before they were filed: say which bundles have no ticket, the one the
+        tracker was still answering for first."""
+        filing = self._filing
+        if filing is not None:
+            self.say(
+                f"{filing.host}: ticket perhaps not filed: stopped while the tracker was "
+                f"answering; the bundle is kept: {filing.bundle} (look for the ticket before "
+                "filing it again with forensics ticket BUNDLE --create)"
+            )
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -125,7 +134,9 @@ class FiredTickets:
         filing = Filing(store, self.say, self.dry_run, self.out, self.environ, self._trackers)
         try:
             while (item := self._queue.get()) is not None:
+                self._filing = item
                 self._file(filing, item)
+                self._filing = None
         except BaseException as error:
             self._crash = error
         finally:
