@@ -11,6 +11,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,29 +147,47 @@ def test_a_refusing_tracker_keeps_the_bundle_says_one_line_and_exits_4(
         assert "GITHUB_TOKEN were refused" in line
 
 
-def test_stopped_while_the_tracker_hangs_it_names_the_bundle_that_may_have_no_ticket(
-    server: TicketServer, tmp_path: Path
+def test_stopped_while_the_tracker_hangs_it_names_each_bundle_that_may_have_no_ticket(
+    sshd: SshServer, server: TicketServer, tmp_path: Path
 ) -> None:
+    """Two hosts fire; the tracker hangs on the first one's ticket, the second waits behind
+    it; Ctrl-C names both bundles, each in its own words."""
+    tickets = {"github": "acme/provers", "api_url": server.url, "on": "warning"}
+    path = inventory(sshd, tmp_path / "inventory.yaml", tickets)
+    document = json.loads(path.read_text())
+    [first] = document["groups"]["provers"]["hosts"]
+    document["groups"]["provers"]["hosts"].append({**first, "name": "prover-2"})
+    path.write_text(json.dumps(document))
     server.hold()
     armed = arm(
-        "local", "--on", "memory", "--available", ALWAYS, "--probe", "memory",
-        "--snapshot-gap", "0", "--out", str(tmp_path / "out"), "--format", "json", "--for",
-        "90s", "--ticket-on", "warning", "--github", "acme/infra", "--api-url", server.url,
+        "--inventory", str(path), "--on", "memory", "--available", ALWAYS, "--probe",
+        "memory", "--snapshot-gap", "0", "--out", str(tmp_path / "out"), "--for", "90s",
+        "--format", "json",
         env=_env(server),
     )  # fmt: skip
     try:
         assert server.held.wait(60), "the recorder never reached the tracker"
+        deadline = time.monotonic() + 60
+        while sum("; bundle in " in line for line in armed.said) < 2:
+            assert time.monotonic() < deadline, "".join(armed.said)
+            time.sleep(0.05)
+        time.sleep(1)  # each bundle is queued for its ticket just after it is announced
         armed.stop(signal.SIGINT)
         status, out, err = armed.finish()
     finally:
         server.release()
     assert status == 130, err
     _no_token_shown(server, out, err)
-    [line] = [line for line in err.splitlines() if "ticket perhaps not filed" in line]
-    assert line.startswith("forensics: local: ticket perhaps not filed: stopped while the ")
-    bundle = Path(line.split("the bundle is kept: ", 1)[1].split(" (", 1)[0])
-    assert bundle.parent == tmp_path / "out" / "local"
-    assert (bundle / "manifest.json").is_file()
+    in_flight = [line for line in err.splitlines() if "ticket perhaps not filed" in line]
+    queued = [line for line in err.splitlines() if "ticket not filed: stopped first" in line]
+    assert len(in_flight) == 1 and len(queued) == 1, err
+    assert "stopped while the tracker was answering" in in_flight[0]
+    bundles = {
+        Path(line.split("the bundle is kept: ", 1)[1].split(" (", 1)[0])
+        for line in in_flight + queued
+    }
+    assert {bundle.parent.name for bundle in bundles} == {"prover-1", "prover-2"}
+    assert all((bundle / "manifest.json").is_file() for bundle in bundles)
 
 
 def test_each_inventory_group_files_at_its_own_tracker(
