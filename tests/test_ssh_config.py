@@ -12,7 +12,7 @@ import pytest
 
 from forensics.core.errors import UsageError
 from forensics.remote.known_hosts import KnownHosts, host_names
-from forensics.remote.ssh_config import resolve
+from forensics.remote.ssh_config import jump_chain, resolve
 
 SSH = shutil.which("ssh")
 KEYWORDS = {
@@ -125,6 +125,66 @@ def test_a_bad_config_is_one_clear_error(tmp_path: Path, text: str, said: str) -
     config.write_text(text)
     with pytest.raises(UsageError, match=said):
         resolve("a", config=config)
+
+
+JUMPS = """\
+Host gpu-a
+  ProxyJump bastion,gate
+Host gpu-b
+  ProxyJump gate
+Host gate
+  HostName 10.0.0.2
+  ProxyJump never-followed
+Host bastion
+  HostName 10.0.0.1
+  ProxyJump ops@edge:2222
+Host edge
+  ProxyCommand nc -x socks.example:1080 %h %p
+Host loop-a
+  ProxyJump loop-b
+Host loop-b
+  ProxyJump loop-a
+Host *.internal
+  ProxyJump bastion.internal
+"""
+
+
+def test_the_first_jump_hosts_own_proxy_jump_is_followed_as_ssh_follows_it(
+    tmp_path: Path,
+) -> None:
+    """ssh runs ``ssh -J bastion -W gpu-a:22 gate``: gate's own ProxyJump is not read;
+    bastion's is (its ssh has no -J), and so is edge's ProxyCommand."""
+    path = tmp_path / "config"
+    path.write_text(JUMPS)
+    chain = jump_chain(resolve("gpu-a", config=path), path)
+    assert [(hop.host, hop.user, hop.port) for hop in chain.hops] == [
+        ("edge", "ops", 2222),
+        ("bastion", resolve("bastion", config=path).user, 22),
+        ("gate", resolve("gate", config=path).user, 22),
+    ]
+    assert chain.first_command == "nc -x socks.example:1080 edge 2222"
+    # The only hop is also the first: its own ProxyJump comes before it.
+    assert [hop.host for hop in jump_chain(resolve("gpu-b", config=path), path).hops] == [
+        "never-followed",
+        "gate",
+    ]
+    assert jump_chain(resolve("edge", config=path), path) == jump_chain(
+        resolve("edge", config=path, proxy_jump="none"), path
+    )
+
+
+@pytest.mark.parametrize(
+    ("host", "via"), [("loop-a", "loop-b"), ("gpu-c.internal", "bastion.internal")]
+)
+def test_jump_hosts_that_lead_back_to_themselves_are_one_clear_error(
+    tmp_path: Path, host: str, via: str
+) -> None:
+    path = tmp_path / "config"
+    path.write_text(JUMPS)
+    with pytest.raises(UsageError) as raised:
+        jump_chain(resolve(host, config=path), path)
+    assert raised.value.message.startswith("ProxyJump: jump host loop via ")
+    assert via in raised.value.message and "ProxyJump none" in raised.value.message
 
 
 @pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen not installed")

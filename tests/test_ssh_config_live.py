@@ -153,6 +153,45 @@ def test_proxy_jump_from_the_config_goes_through_the_bastion(
         time.sleep(0.1)
 
 
+def _logins(server: SshServer) -> int:
+    return (server.root / "sshd.log").read_text().count("Accepted publickey")
+
+
+def test_a_jump_hosts_own_proxy_jump_is_followed_through_two_bastions(
+    make_sshd: Any, tmp_path: Path
+) -> None:
+    """prover-c jumps through inner, and the config gives inner a jump of its own, edge:
+    ssh goes edge -> inner -> prover-c, and so do we (each bastion logs our login)."""
+    target, inner, edge = make_sshd(), make_sshd(), make_sshd()
+    config = _config(tmp_path, target, inner)
+    config.write_text(
+        f"Host prover-c\n  Port {target.port}\n  ProxyJump inner\n"
+        f"Host inner\n  Port {inner.port}\n  ProxyJump edge\n"
+        f"Host edge\n  Port {edge.port}\n"
+        + config.read_text().replace("Host prover-* bastion", "Host prover-* inner edge")
+    )
+    (tmp_path / "kh" / "common").write_text(
+        "".join(f"[127.0.0.1]:{s.port} {_host_key(s)}\n" for s in (target, inner, edge))
+    )
+    keys = "".join(s.client_key.with_suffix(".pub").read_text() for s in (target, inner))
+    for bastion in (inner, edge):
+        (bastion.root / "authorized_keys").write_text(keys)
+    before = {"inner": _logins(inner), "edge": _logins(edge)}
+    result = _collect(config, "prover-c", tmp_path)
+    assert result.exit_code == 0, result.stderr
+    deadline = time.monotonic() + 10
+    while _logins(inner) == before["inner"] or _logins(edge) == before["edge"]:
+        assert time.monotonic() < deadline, "a bastion never saw our login"
+        time.sleep(0.1)
+    explained = run_cli("collect", "prover-c", "--ssh-config", str(config), "--explain-ssh")
+    hops = [line for line in explained.stdout.splitlines() if line.endswith(":")]
+    assert hops == [
+        f"# jump host {USER}@127.0.0.1:{edge.port}:",
+        f"# jump host {USER}@127.0.0.1:{inner.port}:",
+        f"# {USER}@127.0.0.1:{target.port}:",
+    ], explained.stdout
+
+
 @pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH client not installed")
 def test_explain_ssh_prints_what_ssh_g_prints(
     servers: tuple[SshServer, SshServer], tmp_path: Path

@@ -56,6 +56,8 @@ DEFAULT_IDENTITIES = (
 DEFAULT_USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
 DEFAULT_GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
 _MAX_INCLUDE_DEPTH = 16
+# ssh follows a jump host's own ProxyJump without end; a config loop would never finish.
+MAX_JUMPS = 8
 _LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)(?:\s*=\s*|\s+)(.*)$")
 _ACCUMULATE = frozenset({"identityfile", "certificatefile"})
 _MULTI_VALUE = frozenset({"userknownhostsfile", "globalknownhostsfile"})
@@ -302,6 +304,61 @@ def resolve(
         for path in files:
             _read(path, state, depth=0, system=path == SYSTEM_CONFIG)
     return _settings(state)
+
+
+@dataclass
+class JumpChain:
+    """The jump hosts in the order they are connected, each resolved as ssh resolves it,
+    and the ProxyCommand that reaches the first of them (None: a direct connection)."""
+
+    hops: list[SshSettings]
+    first_command: str | None = None
+
+
+def jump_chain(settings: SshSettings, config: Path | None) -> JumpChain:
+    """How ssh reaches ``settings``' jump hosts. ssh turns ``ProxyJump a,b`` into ``ssh -J a
+    -W HOST:PORT b``: b is given its jump on the command line, so its own ProxyJump is not
+    read, while a is a plain ``ssh a``, so the jump hosts (or the ProxyCommand) that the
+    config names for a come before it, and the same again for the first of those. Jump
+    hosts that lead back to one already on the way are a loop, refused in one line.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "config"
+    >>> _ = path.write_text("Host gpu-a\\n  ProxyJump bastion-b\\n"
+    ...                     "Host bastion-b\\n  ProxyJump edge,bastion-a\\n"
+    ...                     "Host edge\\n  ProxyCommand nc -X 5 -x proxy:1080 %h %p\\n")
+    >>> chain = jump_chain(resolve("gpu-a", config=path), path)
+    >>> [hop.host for hop in chain.hops], chain.first_command
+    (['edge', 'bastion-a', 'bastion-b'], 'nc -X 5 -x proxy:1080 edge 22')
+    """
+    hops: list[SshSettings] = []
+    jumps = settings.jumps()
+    first_command: str | None = None
+    seen = {(settings.hostname, settings.port)}
+    while jumps:
+        first, *rest = jumps
+        head = resolve(first.host, config=config, user=first.user, port=first.port)
+        given = [
+            resolve(hop.host, config=config, user=hop.user, port=hop.port, proxy_jump="none")
+            for hop in rest
+        ]
+        hops[:0] = [head, *given]
+        where = (head.hostname, head.port)
+        if where == (settings.hostname, settings.port) and len(hops) == len(settings.jumps()):
+            break  # the destination names itself as a hop: the caller says so, naming it
+        if where in seen or len(hops) > MAX_JUMPS:
+            path = " -> ".join(f"{hop.host} ({hop.hostname}:{hop.port})" for hop in hops)
+            raise UsageError(
+                f"ProxyJump: jump host loop via {head.host}: the config's ProxyJump for it "
+                f"leads back to it, and ssh would never connect either ({path} -> "
+                f"{settings.host}); give it 'ProxyJump none' or leave it out of the Host "
+                "pattern that names it"
+            )
+        seen.update((hop.hostname, hop.port) for hop in hops)
+        jumps = head.jumps()
+        if not jumps and head.proxy_command and head.proxy_command.lower() != "none":
+            first_command = head.expand(head.proxy_command)
+    return JumpChain(hops, first_command)
 
 
 def _local_user() -> str:

@@ -41,7 +41,7 @@ from forensics.core.models import HostKeySeen, Target
 from forensics.remote.host_script import Script
 from forensics.remote.known_hosts import KnownHosts, host_names
 from forensics.remote.received import Received
-from forensics.remote.ssh_config import SshSettings, resolve
+from forensics.remote.ssh_config import SshSettings, jump_chain, resolve
 
 # paramiko logs the failures of its transport thread (a host that never sends its banner:
 # a 20-line traceback) to a logger without handlers, which Python then prints on stderr.
@@ -336,12 +336,12 @@ def _plan(target: Target) -> list[_Hop]:
         proxy_jump=target.proxy_jump,
     )  # fmt: skip
     hops: list[_Hop] = []
-    gateway: Connection | str | None = None
-    for jump in settings.jumps():
-        hop = resolve(jump.host, config=config, user=jump.user, port=jump.port, proxy_jump="none")
+    chain = jump_chain(settings, config)
+    gateway: Connection | str | None = chain.first_command
+    for hop in chain.hops:
         if (hop.hostname, hop.port) == (settings.hostname, settings.port):
             raise UsageError(
-                f"{target.name}: the jump host {str(jump)!r} is the target itself "
+                f"{target.name}: the jump host {hop.host!r} is the target itself "
                 f"({settings.hostname}:{settings.port}); a hop must be another machine "
                 f"(for a ssh_config wildcard, exclude it: Host * !{target.host})"
             )
@@ -351,7 +351,7 @@ def _plan(target: Target) -> list[_Hop]:
                  _HostKeyPolicy(hop, target))
         )  # fmt: skip
         gateway = connection
-    if gateway is None and settings.proxy_command and settings.proxy_command.lower() != "none":
+    if not chain.hops and settings.proxy_command and settings.proxy_command.lower() != "none":
         gateway = settings.expand(settings.proxy_command)
     connection = _connection_for(settings, target, gateway)
     where = f"{settings.user}@{settings.hostname}:{settings.port}"
@@ -571,6 +571,8 @@ def explain(target: Target) -> str:
             f"{path} ({'found' if path.is_file() else 'missing'})" for path in hop.policy.files
         )
         lines.append(f"# {hop.where}:")
+        if isinstance(hop.connection.gateway, str):
+            lines.append(f"#   reached through ProxyCommand: {hop.connection.gateway}")
         lines.append(f"#   identity files: {'; '.join(keys) or 'none'}")
         lines.append(f"#   known_hosts: {known}; key filed as {', '.join(hop.policy.names)}")
         mode = "accept new keys" if hop.policy.accept_new else "refuse unknown keys"

@@ -77,8 +77,11 @@ def _behind_a_jump_host(make_sshd: MakeSshd, jump_known: str) -> tuple[SshServer
     target, jump = make_sshd(), make_sshd()
     jump_authorized = jump.root / "authorized_keys"
     jump_authorized.write_text(target.client_key.with_suffix(".pub").read_text())
+    # The jump host by an alias of its own: "Host 127.0.0.1" would give it a ProxyJump to
+    # itself, a loop ssh refuses ("jumphost loop").
     (target.root / "ssh_config").write_text(
-        f"Host 127.0.0.1\n  ProxyJump {USER}@127.0.0.1:{jump.port}\n"
+        f"Host 127.0.0.1\n  ProxyJump {USER}@jump\n"
+        f"Host jump\n  HostName 127.0.0.1\n  Port {jump.port}\n"
     )
     with target.known_hosts.open("a") as known:
         known.write(jump_known)
