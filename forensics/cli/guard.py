@@ -21,8 +21,19 @@ def run(app: typer.Typer, args: list[str] | None = None, prog_name: str | None =
     """Run ``app`` on ``args`` (the command line when None) and exit with its status."""
     # typer turns KeyboardInterrupt into a silent exit 130; ours says what was kept.
     signal.signal(signal.SIGINT, _interrupt)
+    command = typer.main.get_command(app)
+    invoke = command.invoke
+
+    def invoke_keeping_eof(context: Any) -> Any:
+        # click would print a blank line and call a library's EOFError an "Abort".
+        try:
+            return invoke(context)
+        except EOFError as error:
+            raise _EndOfInput(error) from error
+
+    command.invoke = invoke_keeping_eof  # type: ignore[method-assign,assignment]
     try:
-        status = app(args=args, prog_name=prog_name, standalone_mode=False)
+        status = command.main(args=args, prog_name=prog_name, standalone_mode=False)
     except _CLICK_USAGE_ERROR as error:  # click's own text would echo the bad value raw
         if type(error).__name__ == "NoArgsIsHelpError":  # a bare command group: its help
             sys.stderr.write(error.ctx.get_help() + "\n")
@@ -34,20 +45,37 @@ def run(app: typer.Typer, args: list[str] | None = None, prog_name: str | None =
         _fail("aborted", ExitStatus.usage)
     except KeyboardInterrupt:
         _fail("interrupted (SIGINT)", ExitStatus.interrupted)
+    except _EndOfInput as error:
+        _unexpected(error.eof)
     except Exception as error:
         # Imported on failure only: the error types bring the models, slow to import.
         from forensics.core.errors import ForensicsError
 
         if isinstance(error, ForensicsError):
             _fail(error.message, error.exit_code)
-        if os.environ.get("FORENSICS_DEBUG"):
-            raise
-        _fail(
-            f"internal error: {type(error).__name__}: {error} (set FORENSICS_DEBUG=1 for a "
-            "traceback, and report it)",
-            ExitStatus.internal_error,
-        )
+        _unexpected(error)
     sys.exit(status if isinstance(status, int) else ExitStatus.ok)
+
+
+class _EndOfInput(Exception):
+    """An EOFError raised inside a command (the tool never prompts: a library's, such as
+    paramiko's when a server hangs up), carried past click as an internal error."""
+
+    def __init__(self, eof: EOFError) -> None:
+        super().__init__(str(eof))
+        self.eof = eof
+
+
+def _unexpected(error: BaseException) -> NoReturn:
+    """A failure the tool has no words for: one line asking for a report (the traceback
+    with FORENSICS_DEBUG=1)."""
+    if os.environ.get("FORENSICS_DEBUG"):
+        raise error
+    what = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    _fail(
+        f"internal error: {what} (set FORENSICS_DEBUG=1 for a traceback, and report it)",
+        ExitStatus.internal_error,
+    )
 
 
 def usage_line(error: Exception) -> str:

@@ -15,10 +15,10 @@ from types import TracebackType
 import paramiko
 from fabric import Connection
 
-from forensics.core.errors import CollectionError
+from forensics.core.errors import CollectionError, Unreachable
 from forensics.core.escaping import one_line
 from forensics.core.models import Target
-from forensics.remote.transport import READ_CHUNK, SUDO, connect, shell_command
+from forensics.remote.transport import READ_CHUNK, SUDO, connect, open_exec, shell_command
 
 STDERR_KEPT = 4096
 # The loops this reads write lines of a few hundred bytes; a longer one is not theirs.
@@ -58,8 +58,12 @@ class LineStream:
             self._connection, _ = connect(self.target)
             transport = self._connection.transport
             assert transport is not None
-            self._channel = transport.open_session()
-            self._channel.exec_command(shell_command(self.script, self.target.sudo))
+            command = shell_command(self.script, self.target.sudo)
+            try:
+                self._channel = open_exec(transport, command, self.target.name)
+            except Unreachable:
+                self.close()
+                raise
         return self
 
     def __exit__(

@@ -24,6 +24,7 @@ from forensics.remote.transport import (
     SUDO,
     RunOutcome,
     connect,
+    open_exec,
     run,
     run_on,
 )
@@ -62,8 +63,8 @@ class LoopChannel(LineStream):
         try:
             transport = self._connection.transport
             assert transport is not None
-            self._channel = transport.open_session()
-            self._channel.exec_command(stdin_loop_command(self.script, self.target.sudo))
+            command = stdin_loop_command(self.script, self.target.sudo)
+            self._channel = open_exec(transport, command, self.target.name)
         except BaseException:
             self.close()
             raise

@@ -645,12 +645,40 @@ def _reason(error: BaseException) -> str:
     return text.splitlines()[0]
 
 
+def open_exec(transport: paramiko.Transport, command: str, where: str) -> paramiko.Channel:
+    """A session channel running ``command``; ``Unreachable`` when the server ends the
+    connection or refuses the session first (paramiko raises EOFError or SSHException)."""
+    try:
+        channel = transport.open_session()
+        channel.exec_command(command)
+    except (paramiko.SSHException, EOFError, OSError) as error:
+        cause = transport.get_exception() or error
+        if isinstance(cause, EOFError):
+            why = "the server closed the connection"
+        elif isinstance(cause, paramiko.ChannelException):
+            why = (
+                f"sshd refused to open a session ({cause.text}: its MaxSessions, or a "
+                "restriction on this login in its config or authorized_keys)"
+            )
+        else:
+            why = _reason(cause)
+        raise Unreachable(f"{where}: connected, but no command could start: {why}") from error
+    return channel
+
+
 def _exec(
     transport: paramiko.Transport, command: str, script: Script, deadline: float
 ) -> RunOutcome:
-    channel = transport.open_session()
-    channel.exec_command(command)
     stdout, stderr = _streams(script)
+    try:
+        channel = open_exec(transport, command, "the host")
+    except Unreachable as error:
+        return RunOutcome(
+            stdout=stdout,
+            stderr=stderr,
+            exit_status=None,
+            ended_early=error.message.removeprefix("the host: "),
+        )
     ended_early = None
     while ended_early is None:
         remaining = deadline - time.monotonic()

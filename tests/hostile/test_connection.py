@@ -127,3 +127,20 @@ def test_a_jump_host_that_is_the_target_itself_is_refused(sshd: SshServer, tmp_p
     assert run.result.exit_code == 2, run.result
     assert "is the target itself" in assert_one_inert_line(run.result.stderr)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_host_that_refuses_every_session_is_one_line_for_collect_and_watch(
+    make_sshd: MakeSshd, tmp_path: Path
+) -> None:
+    """Logged in, but sshd opens no session channel (MaxSessions 0): paramiko raises from
+    inside the channel open; the operator reads one line, exit 3, for each command."""
+    server = make_sshd(extra_config="MaxSessions 0")
+    out = tmp_path / "out"
+    run = timed_cli("collect", *server.target_args(), "--out", str(out), "--probe", "system")
+    assert run.result.exit_code == 3, run.result
+    line = assert_one_inert_line(run.result.stderr)
+    assert "connected, but no command could start: sshd refused to open a session" in line, line
+    watched = timed_cli("watch", *server.target_args(), "--every", "1s", "--for", "3s")
+    assert watched.result.exit_code == 3, watched.result
+    line = assert_one_inert_line(watched.result.stderr)
+    assert "connected, but no command could start: sshd refused to open a session" in line, line
