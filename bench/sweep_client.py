@@ -109,7 +109,9 @@ def _sweep(
     if result.returncode != 0:
         raise SystemExit(f"sweep from {tree} failed ({result.returncode}): {result.stderr!r}")
     saved = next(out.glob("*/fleet.json"))
-    collected = sum(1 for host in json.loads(result.stdout)["hosts"] if host["status"] == "ok")
+    # From the saved report: py-spy writes its own lines on the sweep's stdout.
+    hosts = json.loads(saved.read_text())["hosts"]
+    collected = sum(1 for host in hosts if host["status"] == "ok")
     return Run(str(tree), wall, cpu, len(result.stdout), saved.stat().st_size, collected)
 
 
