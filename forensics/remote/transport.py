@@ -645,9 +645,12 @@ def _reason(error: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def open_exec(transport: paramiko.Transport, command: str, where: str) -> paramiko.Channel:
-    """A session channel running ``command``; ``Unreachable`` when the server ends the
-    connection or refuses the session first (paramiko raises EOFError or SSHException)."""
+def open_exec(
+    transport: paramiko.Transport, command: str, where: str | None = None
+) -> paramiko.Channel:
+    """A session channel running ``command``; ``Unreachable`` (its message led by ``where``
+    when given) when the server ends the connection or refuses the session first: paramiko
+    raises EOFError or SSHException from inside the channel open."""
     try:
         channel = transport.open_session()
         channel.exec_command(command)
@@ -662,7 +665,8 @@ def open_exec(transport: paramiko.Transport, command: str, where: str) -> parami
             )
         else:
             why = _reason(cause)
-        raise Unreachable(f"{where}: connected, but no command could start: {why}") from error
+        said = f"connected, but no command could start: {why}"
+        raise Unreachable(f"{where}: {said}" if where else said) from error
     return channel
 
 
@@ -671,14 +675,9 @@ def _exec(
 ) -> RunOutcome:
     stdout, stderr = _streams(script)
     try:
-        channel = open_exec(transport, command, "the host")
+        channel = open_exec(transport, command)
     except Unreachable as error:
-        return RunOutcome(
-            stdout=stdout,
-            stderr=stderr,
-            exit_status=None,
-            ended_early=error.message.removeprefix("the host: "),
-        )
+        return RunOutcome(stdout=stdout, stderr=stderr, exit_status=None, ended_early=error.message)
     ended_early = None
     while ended_early is None:
         remaining = deadline - time.monotonic()
