@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.cli.collect import _probe_names
+from forensics.cli.collect import probe_names
 from forensics.probes import PROBES
 
 HEAVY = ("paramiko", "fabric", "invoke", "jinja2", "rich", "yaml", "re2", "httpx", "psycopg")
@@ -101,7 +101,7 @@ def test_every_command_module_declares_its_options_without_its_machinery() -> No
 
 def test_collect_help_lists_every_host_probe_without_importing_them() -> None:
     on_the_host = sorted(probe.name for probe in PROBES if not probe.client_sections)
-    assert _probe_names() == on_the_host
+    assert probe_names() == on_the_host
     printed, _, _, _ = _loaded_after(["collect", "--help"])
     flat = " ".join(printed.split())
     assert ", ".join(on_the_host) in flat

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from forensics.cli.collect import _probe_names
+from forensics.cli.collect import probe_names
 from forensics.cli.messages import say
 from forensics.cli.options import Given, declared_options, read_duration
 from forensics.cli.ticket_options import TicketDryRun, chosen_tickets
@@ -91,7 +91,7 @@ def arm_command(
     probe: Annotated[
         list[str] | None,
         typer.Option(
-            help="Collect only this probe (repeatable): " + ", ".join(_probe_names()) + "."
+            help="Collect only this probe (repeatable): " + ", ".join(probe_names()) + "."
         ),
     ] = None,
     snapshot_gap: Annotated[

@@ -25,7 +25,7 @@ TargetArgument = Annotated[
 ]
 
 
-def _probe_names() -> list[str]:
+def probe_names() -> list[str]:
     """The names of the probes that run on the host, without importing them: each one's
     host shell is ``probes/<name>.sh`` (forensics/remote/host_script.py), so ``--help``
     lists them from the directory; ``<name>.<part>.sh`` is a part of probe ``<name>``.
@@ -37,7 +37,7 @@ def _probe_names() -> list[str]:
 @declared_options(
     SshOptions,
     CollectOptions,
-    more_help={"probes": "This build has: " + ", ".join(_probe_names()) + "."},
+    more_help={"probes": "This build has: " + ", ".join(probe_names()) + "."},
 )
 def collect_command(
     target: TargetArgument = "local",

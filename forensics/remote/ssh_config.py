@@ -333,6 +333,7 @@ def jump_chain(settings: SshSettings, config: Path | None) -> JumpChain:
     """
     hops: list[SshSettings] = []
     jumps = settings.jumps()
+    named = len(jumps)
     first_command: str | None = None
     seen = {(settings.hostname, settings.port)}
     while jumps:
@@ -344,7 +345,7 @@ def jump_chain(settings: SshSettings, config: Path | None) -> JumpChain:
         ]
         hops[:0] = [head, *given]
         where = (head.hostname, head.port)
-        if where == (settings.hostname, settings.port) and len(hops) == len(settings.jumps()):
+        if where == (settings.hostname, settings.port) and len(hops) == named:
             break  # the destination names itself as a hop: the caller says so, naming it
         if where in seen or len(hops) > MAX_JUMPS:
             path = " -> ".join(f"{hop.host} ({hop.hostname}:{hop.port})" for hop in hops)
